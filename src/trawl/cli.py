@@ -1,0 +1,174 @@
+"""The `trawl` command: crawl, demo and the read-back commands.
+
+Usage errors (bad flags, config, seeds, data directory) end with one line on stderr and
+exit status 2; they are never tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from trawl import __version__
+from trawl.config import Settings, load_settings, with_overrides
+from trawl.crawl import crawl
+from trawl.errors import UsageError
+from trawl.progress import report_progress
+from trawl.wiring import add_seeds, build_context, lock_data_dir, read_seeds
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from trawl.crawl_context import CrawlStats
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSummary:
+    stats: CrawlStats
+    elapsed_s: float
+    sites: int
+    queued_left: int
+
+
+def add_crawl_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    p.add_argument("--data", type=Path, default=Path("trawl-data"), help="data directory")
+    p.add_argument("--max-pages", type=int, help="stop after this many pages (robots.txt excluded)")
+    p.add_argument("--max-time", type=float, help="stop after this many seconds")
+    p.add_argument(
+        "--resolve",
+        action="append",
+        default=None,
+        metavar="HOST:IP",
+        help="map a name (or *.suffix) to an address, like curl; repeatable",
+    )
+    p.add_argument("--hosts-file", help="file of 'IP host...' lines")
+    p.add_argument("--dns-server", help="resolve names through this DNS server IP[:PORT]")
+    p.add_argument(
+        "--allow-private",
+        action="store_true",
+        default=None,
+        help="allow loopback/private addresses for names not mapped explicitly",
+    )
+    p.add_argument("--user-agent", help="full User-Agent (must name trawl and a contact URL)")
+    p.add_argument("--contact", help="contact URL for the User-Agent (required)")
+    p.add_argument("--config", type=Path, help="TOML config file")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    settings = load_settings(args.config)
+    return with_overrides(
+        settings,
+        crawl={
+            "max_pages": args.max_pages,
+            "max_time_s": args.max_time,
+            "user_agent": args.user_agent,
+            "contact_url": args.contact,
+        },
+        network={
+            "resolve": tuple(args.resolve) if args.resolve else None,
+            "hosts_file": args.hosts_file,
+            "dns_server": args.dns_server,
+            "allow_private": args.allow_private,
+        },
+    )
+
+
+async def run_crawl(
+    settings: Settings,
+    data_dir: Path,
+    seeds: list[tuple[str, str]],
+    out: TextIO,
+    *,
+    is_tty: bool,
+) -> CrawlSummary:
+    """Crawl into `data_dir` (resuming what is there) until a limit, SIGINT/SIGTERM or done."""
+    with lock_data_dir(data_dir):
+        ctx = build_context(settings, data_dir)
+        loop = asyncio.get_running_loop()
+        try:
+            add_seeds(ctx, seeds)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, ctx.request_stop)
+            progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
+            started = time.monotonic()
+            try:
+                await crawl(ctx)
+            finally:
+                progress.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await progress
+                if is_tty:
+                    out.write("\n")
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        sched = ctx.frontier.stats()
+        return CrawlSummary(
+            ctx.stats,
+            time.monotonic() - started,
+            len(ctx.sites),
+            sched.queued_fast + sched.queued_slow,
+        )
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    seeds = read_seeds(args.urls, args.seeds_file)
+    summary = asyncio.run(
+        run_crawl(settings, args.data, seeds, sys.stderr, is_tty=sys.stderr.isatty())
+    )
+    print_summary(summary, sys.stdout)
+    return 0
+
+
+def print_summary(s: CrawlSummary, out: TextIO) -> None:
+    st = s.stats
+    rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
+    out.write(
+        f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
+        f"robots.txt {st.robots_fetches}, sites {s.sites}, {rate:.1f} pages/s over {s.elapsed_s:.1f}s, "
+        f"left in queue {s.queued_left}\n"
+        f"statuses {dict(sorted(st.statuses.items()))}  "
+        f"skipped {dict(sorted(st.skipped.items()))}\n"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trawl import demo, readback
+
+    parser = argparse.ArgumentParser(
+        prog="trawl", description="A polite, fast, robust web crawler."
+    )
+    parser.add_argument("--version", action="version", version=f"trawl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("crawl", help="crawl from seeds into a data directory")
+    add_crawl_options(p)
+    p.set_defaults(func=cmd_crawl)
+    demo.add_parser(sub)
+    readback.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"trawl: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

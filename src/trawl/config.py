@@ -1,0 +1,214 @@
+"""One typed Settings tree, read from TOML once and validated.
+
+Every tunable lives here with its default; `docs/CONFIG.md` documents each key and a test
+checks that the two agree. Unknown keys and wrong types are errors (a typo in a politeness
+setting must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
+
+from trawl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSettings:
+    contact_url: str = ""  # required (CLI --contact or config); goes into the User-Agent
+    user_agent: str = ""  # full override; must still name trawl/ and a contact URL
+    max_pages: int = 0  # 0 = unlimited; robots.txt fetches are not counted
+    max_time_s: float = 0.0  # 0 = unlimited
+    concurrency: int = 500  # fetch workers (open connections) at most
+    checkpoint_interval_s: float = 60.0
+    commit_interval_s: float = 0.5  # page records and events are committed in batches
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessSettings:
+    min_delay_s: float = 1.0  # never less than 1 s between starts on one site
+    slow_factor: float = 10.0  # gap >= slow_factor x last response time
+    per_ip_max_in_flight: int = 2
+    per_ip_min_gap_s: float = 0.25
+    robots_cache_s: float = 86400.0
+    robots_max_bytes: int = 512_000
+    robots_retry_base_s: float = 60.0
+    robots_retry_max_s: float = 3600.0
+    backoff_max_s: float = 3600.0
+    park_after_failures: int = 20
+    park_s: float = 6 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    total_timeout_s: float = 10.0
+    max_body_bytes: int = 10 * MiB
+    max_decoded_bytes: int = 50 * MiB
+    stored_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    max_connections: int = 2000
+    dns_ttl_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierSettings:
+    lease_s: float = 300.0
+    fast_share: float = 0.8  # share of hand-outs that prefer the fast line when both wait
+    max_depth: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class SeenSettings:
+    expected_urls: int = 10_000_000
+    false_positive_rate: float = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class UrlSettings:
+    tracking_params: tuple[str, ...] = (
+        "gclid", "fbclid", "dclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "igshid",
+    )  # fmt: skip
+    tracking_prefixes: tuple[str, ...] = ("utm_",)
+    session_params: tuple[str, ...] = (
+        "jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
+        "cfid", "cftoken",
+    )  # fmt: skip
+    max_url_length: int = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    warc_max_file_bytes: int = 1_000_000_000
+    warc_compress_level: int = -1  # -1 = the WARC encoder's measured default
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSettings:
+    resolve: tuple[str, ...] = ()
+    hosts_file: str = ""
+    dns_server: str = ""
+    allow_private: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    crawl: CrawlSettings = field(default_factory=CrawlSettings)
+    politeness: PolitenessSettings = field(default_factory=PolitenessSettings)
+    fetch: FetchSettings = field(default_factory=FetchSettings)
+    frontier: FrontierSettings = field(default_factory=FrontierSettings)
+    seen: SeenSettings = field(default_factory=SeenSettings)
+    urls: UrlSettings = field(default_factory=UrlSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+
+    def validate(self) -> Settings:
+        """Check cross-field rules; returns self so calls chain."""
+        p = self.politeness
+        if p.min_delay_s < 1.0:
+            raise ConfigError(f"politeness.min_delay_s = {p.min_delay_s}: must be >= 1.0 s")
+        if p.per_ip_max_in_flight < 1:
+            raise ConfigError("politeness.per_ip_max_in_flight must be >= 1")
+        _require_positive("crawl.concurrency", self.crawl.concurrency)
+        _require_positive("fetch.total_timeout_s", self.fetch.total_timeout_s)
+        _require_positive("fetch.max_body_bytes", self.fetch.max_body_bytes)
+        _require_positive("seen.expected_urls", self.seen.expected_urls)
+        if not 0 < self.seen.false_positive_rate < 1:
+            raise ConfigError("seen.false_positive_rate must be between 0 and 1")
+        if not 0 <= self.frontier.fast_share <= 1:
+            raise ConfigError("frontier.fast_share must be between 0 and 1")
+        return self
+
+
+def _require_positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise ConfigError(f"{name} = {value}: must be > 0")
+
+
+def load_settings(path: Path | None) -> Settings:
+    """Read a TOML config file (or defaults when path is None) into validated Settings."""
+    if path is None:
+        return Settings().validate()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return settings_from_dict(raw, source=str(path)).validate()
+
+
+def settings_from_dict(raw: dict[str, Any], *, source: str = "config") -> Settings:
+    sections: dict[str, Any] = {}
+    hints = get_type_hints(Settings)
+    for key, value in raw.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"{source}: unknown section [{key}] (known: {known})")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: [{key}] must be a table")
+        sections[key] = _build_section(hints[key], value, f"{source}: [{key}]")
+    return Settings(**sections)
+
+
+def _build_section(cls: type[Any], values: dict[str, Any], where: str) -> Any:
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"{where} unknown key {key!r} (known: {known})")
+        kwargs[key] = _coerce(hints[key], value, f"{where} {key}")
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    origin = get_origin(hint)
+    if origin is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+        return tuple(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    if isinstance(hint, types.UnionType) or origin is not None:
+        raise ConfigError(f"{where}: unsupported setting type {get_args(hint)}")
+    raise ConfigError(f"{where}: unsupported setting type {hint!r}")
+
+
+def with_overrides(settings: Settings, **sections: dict[str, Any]) -> Settings:
+    """Return settings with some keys replaced (CLI flags beat the config file)."""
+    updated: dict[str, Any] = {}
+    for name, changes in sections.items():
+        present = {k: v for k, v in changes.items() if v is not None}
+        if present:
+            updated[name] = dataclasses.replace(getattr(settings, name), **present)
+    return dataclasses.replace(settings, **updated).validate()
+
+
+def documented_keys() -> list[str]:
+    """Every `section.key` name, for the docs test."""
+    out: list[str] = []
+    for section in fields(Settings):
+        cls = get_type_hints(Settings)[section.name]
+        out.extend(f"{section.name}.{f.name}" for f in fields(cls))
+    return out

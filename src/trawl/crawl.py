@@ -1,0 +1,79 @@
+"""The crawl loop: lease → fetch → store + event → parse → normalise → seen → enqueue.
+
+A dispatcher pops sites whose clock allows a request (frontier.site_schedule) and runs one
+*site turn* per popped site: robots.txt first if the origin has no fresh rules, otherwise
+one leased URL. The site is released as soon as its request ends; storing and parsing
+continue after that, in a worker process. See docs/ARCHITECTURE.md for the numbered loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from trawl.page_outcomes import PageOutcomes
+from trawl.site_requests import SiteRequests
+
+if TYPE_CHECKING:
+    from trawl.crawl_context import CrawlContext
+
+
+class Crawler:
+    def __init__(self, ctx: CrawlContext) -> None:
+        self.ctx = ctx
+        self.requests = SiteRequests(ctx)
+        self.outcomes = PageOutcomes(ctx)
+        self._turns = asyncio.Semaphore(ctx.settings.crawl.concurrency)
+        self._wakeup = asyncio.Event()
+
+    async def run(self) -> None:
+        """Crawl until max pages, max time, an empty frontier or `stop()`."""
+        ctx = self.ctx
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(ctx.commit_loop())
+            while not ctx.should_stop():
+                await self._turns.acquire()
+                site = ctx.take_site()
+                if site is None:
+                    self._turns.release()
+                    if ctx.is_finished():
+                        break
+                    await self._wait_for_work()
+                    continue
+                tasks.create_task(self._site_turn(site))
+            ctx.request_stop()
+
+    async def _site_turn(self, site: str) -> None:
+        """1-2: choose the site's next request and make it; 3-7 run after release."""
+        ctx = self.ctx
+        ctx.in_flight += 1
+        try:
+            lease = await self.requests.take_turn(site)
+            if lease is not None:
+                result = await self.requests.fetch_page(lease)
+                ctx.release_site(site)
+                await self.outcomes.handle(lease, result)
+        finally:
+            ctx.release_site(site)  # idempotent: a no-op when already released
+            ctx.in_flight -= 1
+            self._turns.release()
+            self._wakeup.set()
+
+    async def _wait_for_work(self) -> None:
+        ctx = self.ctx
+        ready_at = ctx.frontier.next_ready_at()
+        delay = 0.5 if ready_at is None else max(0.0, min(0.5, ready_at - ctx.clock.now()))
+        self._wakeup.clear()
+        try:
+            async with asyncio.timeout(delay):
+                await self._wakeup.wait()
+        except TimeoutError:
+            pass
+
+
+async def crawl(ctx: CrawlContext) -> None:
+    crawler = Crawler(ctx)
+    try:
+        await crawler.run()
+    finally:
+        await ctx.close()

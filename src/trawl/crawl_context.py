@@ -1,0 +1,214 @@
+"""The state one crawl shares between its tasks, and the durable steps around it.
+
+Who writes what: everything here is used from the event loop thread only. A SiteState is
+written only by the task holding that site (frontier.site_schedule makes that one task);
+counters are written by any task between awaits. Worker processes get values, never state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trawl.model import CrawlUrl, Line
+from trawl.politeness.site_clock import ClockPolicy
+from trawl.politeness.site_state import SiteState
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+    from concurrent.futures import Executor
+    from pathlib import Path
+
+    from trawl.clock import Clock
+    from trawl.config import Settings
+    from trawl.fetch.fetcher import Fetcher
+    from trawl.frontier.frontier import Frontier
+    from trawl.politeness.ip_gate import IpGate
+    from trawl.seen.seen_set import SeenSet
+    from trawl.store.records_sqlite import SqliteRecords
+    from trawl.store.warc import WarcWriter
+    from trawl.urls.normalise import NormaliseRules
+
+AGENT_TOKEN = "trawl"
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    pages_fetched: int = 0  # page requests that ended (any outcome); robots.txt not counted
+    pages_stored: int = 0
+    robots_fetches: int = 0
+    bytes_downloaded: int = 0
+    links_found: int = 0
+    links_new: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # outcome `skipped(reason)`
+    statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"
+    errors: int = 0
+
+    def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
+        table[key] = table.get(key, 0) + n
+
+
+class CrawlContext:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        clock: Clock,
+        conn: sqlite3.Connection,
+        frontier: Frontier,
+        seen: SeenSet,
+        records: SqliteRecords,
+        warc: WarcWriter,
+        fetcher: Fetcher,
+        ip_gate: IpGate,
+        cpu_pool: Executor,
+        data_dir: Path,
+        rules: NormaliseRules,
+    ) -> None:
+        self.rules = rules
+        self.settings = settings
+        self.clock = clock
+        self.conn = conn
+        self.frontier = frontier
+        self.seen = seen
+        self.records = records
+        self.warc = warc
+        self.fetcher = fetcher
+        self.ip_gate = ip_gate
+        self.cpu_pool = cpu_pool
+        self.data_dir = data_dir
+        self.agent_token = AGENT_TOKEN
+        self.owner = socket.gethostname()
+        p = settings.politeness
+        self.clock_policy = ClockPolicy(
+            min_delay_s=p.min_delay_s,
+            slow_factor=p.slow_factor,
+            backoff_max_s=p.backoff_max_s,
+            park_after_failures=p.park_after_failures,
+            park_s=p.park_s,
+        )
+        self.stats = CrawlStats()
+        self.sites: dict[str, SiteState] = {}
+        self._dirty_sites: set[str] = set()
+        self._busy: set[str] = set()
+        self.started_at = clock.now()
+        self.pages_started = 0
+        self.in_flight = 0
+        self.stopping = False
+        self._last_checkpoint = self.started_at
+        self._stop_event = asyncio.Event()
+
+    # -- sites --------------------------------------------------------------------------
+    def site_state(self, site: str) -> SiteState:
+        state = self.sites.get(site)
+        if state is None:
+            record = self.records.get_host(site)
+            state = SiteState(site) if record is None else SiteState.from_host_record(record)
+            self.sites[site] = state
+        return state
+
+    def take_site(self) -> str | None:
+        site = self.frontier.pop_ready_site(self.clock.now())
+        if site is not None:
+            self._busy.add(site)
+        return site
+
+    def release_site(self, site: str) -> None:
+        """Hand the site back to the frontier at its clock's next allowed time (idempotent)."""
+        if site in self._busy:
+            self._busy.discard(site)
+            self._dirty_sites.add(site)
+            self.frontier.release_site(site, self.sites[site].clock.next_allowed_at)
+
+    def mark_dirty(self, site: str) -> None:
+        self._dirty_sites.add(site)
+
+    # -- discovery ----------------------------------------------------------------------
+    def discover(
+        self, url: str, url_hash: str, site: str, depth: int, line: Line, *, must_crawl: bool
+    ) -> bool:
+        """Queue a normalised URL unless seen; returns True when it was new."""
+        if must_crawl:
+            is_new = self.seen.add_must_crawl_if_new(url_hash)
+        else:
+            is_new = self.seen.add_if_new(url_hash)
+        if not is_new:
+            return False
+        if depth > self.settings.frontier.max_depth:
+            self.stats.count(self.stats.skipped, "max_depth")
+            return False
+        state = self.sites.get(site)
+        ready_at = 0.0 if state is None else state.clock.next_allowed_at
+        item = CrawlUrl(url, url_hash, site, depth, line, self.clock.now())
+        self.frontier.enqueue(item, ready_at=ready_at)
+        return True
+
+    # -- limits -------------------------------------------------------------------------
+    def may_start_page(self) -> bool:
+        max_pages = self.settings.crawl.max_pages
+        return not self.stopping and (max_pages <= 0 or self.pages_started < max_pages)
+
+    def should_stop(self) -> bool:
+        if self.stopping:
+            return True
+        max_time = self.settings.crawl.max_time_s
+        if max_time > 0 and self.clock.now() - self.started_at >= max_time:
+            return True
+        max_pages = self.settings.crawl.max_pages
+        return max_pages > 0 and self.pages_started >= max_pages
+
+    def is_finished(self) -> bool:
+        """The frontier is empty and nothing is in flight."""
+        return self.in_flight == 0 and self.frontier.queued() == 0
+
+    async def run_cpu(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.cpu_pool, fn, *args)
+
+    # -- durability ---------------------------------------------------------------------
+    def commit(self) -> None:
+        """Make everything so far durable against a killed process (WARC bytes first)."""
+        # WarcWriter writes unbuffered: appended records are already in the OS.
+        for site in self._dirty_sites:
+            state = self.sites.get(site)
+            if state is not None:
+                self.records.put_host(site, state.to_host_record(self.owner))
+        self._dirty_sites.clear()
+        self.records.commit()
+
+    def checkpoint(self) -> None:
+        """Commit, then fsync WARC and database and save the seen set."""
+        self.commit()
+        self.warc.sync()
+        self.seen.checkpoint()
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._last_checkpoint = self.clock.now()
+
+    def request_stop(self) -> None:
+        """Stop handing out work; turns in flight finish (SIGINT/SIGTERM, limits)."""
+        self.stopping = True
+        self._stop_event.set()
+
+    async def commit_loop(self) -> None:
+        s = self.settings.crawl
+        while not self.stopping:
+            try:
+                async with asyncio.timeout(s.commit_interval_s):
+                    await self._stop_event.wait()
+            except TimeoutError:
+                pass
+            self.commit()
+            self.frontier.requeue_expired(self.clock.now())
+            if self.clock.now() - self._last_checkpoint >= s.checkpoint_interval_s:
+                self.checkpoint()
+
+    async def close(self) -> None:
+        try:
+            self.checkpoint()
+        finally:
+            await self.fetcher.close()
+            self.cpu_pool.shutdown(wait=True, cancel_futures=True)
+            self.warc.close()
+            self.conn.close()

@@ -1,0 +1,145 @@
+"""The frontier shell: queued URLs on disk (SQLite), per-site scheduling in memory.
+
+Queued URLs live only in the `queue` table (one row each; nothing per URL in RAM), ordered
+per site by (line, id). Memory holds one small slot per site with work (SiteSchedule) and the
+open leases. A leased row stays in the table with `leased_until` set until its page commits,
+so a crash returns it to line on the next start.
+
+Writes join the database's open transaction and are committed by the crawl loop together
+with the page records, so "page stored" and "its links queued" are one atomic step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trawl.frontier.leases import LeaseBook
+from trawl.frontier.site_schedule import ScheduleStats, SiteSchedule
+from trawl.model import CrawlUrl, Lease, Line
+
+if TYPE_CHECKING:
+    import sqlite3
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedUrl:
+    row_id: int
+    item: CrawlUrl
+
+
+class Frontier:
+    """Disk-backed two-layer frontier; used from the event loop thread only."""
+
+    def __init__(self, conn: sqlite3.Connection, *, lease_s: float, fast_share: float) -> None:
+        self._conn = conn
+        self._schedule = SiteSchedule(fast_share=fast_share)
+        self._leases = LeaseBook(lease_s)
+
+    def load(self) -> int:
+        """Return every lease left by a previous run to line and count the queue per site."""
+        self._begin()
+        self._conn.execute("UPDATE queue SET leased_until = 0 WHERE leased_until > 0")
+        total = 0
+        for site, line, n in self._conn.execute(
+            "SELECT site, line, count(*) FROM queue GROUP BY site, line"
+        ):
+            self._schedule.add_work(site, Line(line), n)
+            total += n
+        return total
+
+    # -- adding -------------------------------------------------------------------------
+    def enqueue(self, item: CrawlUrl, ready_at: float = 0.0) -> None:
+        self._begin()
+        self._conn.execute(
+            "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (item.site, int(item.line), item.url, item.url_hash, item.depth, item.discovered_at),
+        )
+        self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
+
+    def knows_site(self, site: str) -> bool:
+        return self._schedule.best_line(site) is not None
+
+    # -- handing out --------------------------------------------------------------------
+    def pop_ready_site(self, now: float) -> str | None:
+        return self._schedule.pop_ready(now)
+
+    def head(self, site: str) -> QueuedUrl | None:
+        """The site's next URL: fast line first, then oldest."""
+        row = self._conn.execute(
+            "SELECT id, url, url_hash, depth, line, discovered_at FROM queue"
+            " WHERE site = ? AND leased_until = 0 ORDER BY line, id LIMIT 1",
+            (site,),
+        ).fetchone()
+        if row is None:
+            return None
+        row_id, url, url_hash, depth, line, discovered_at = row
+        item = CrawlUrl(url, url_hash, site, depth, Line(line), discovered_at)
+        return QueuedUrl(row_id, item)
+
+    def lease(self, queued: QueuedUrl, now: float) -> Lease:
+        lease = self._leases.grant(queued.row_id, queued.item, now)
+        self._begin()
+        self._conn.execute(
+            "UPDATE queue SET leased_until = ? WHERE id = ?", (lease.expires_at, queued.row_id)
+        )
+        self._schedule.take_work(queued.item.site, queued.item.line)
+        return lease
+
+    def drop(self, queued: QueuedUrl) -> None:
+        """Remove an unleased URL for good (robots disallow, trap rule): outcome `skipped`."""
+        self._begin()
+        self._conn.execute("DELETE FROM queue WHERE id = ?", (queued.row_id,))
+        self._schedule.take_work(queued.item.site, queued.item.line)
+
+    def done(self, lease: Lease) -> None:
+        self._leases.complete(lease.lease_id)
+        self._begin()
+        self._conn.execute("DELETE FROM queue WHERE id = ?", (lease.lease_id,))
+
+    def retry(self, lease: Lease) -> None:
+        """Put a leased URL back in line (outcome `retry`)."""
+        if self._leases.complete(lease.lease_id):
+            self._unlease(lease)
+
+    def release_site(self, site: str, ready_at: float) -> None:
+        self._schedule.release(site, ready_at)
+
+    def delay_site(self, site: str, ready_at: float) -> None:
+        self._schedule.delay(site, ready_at)
+
+    def requeue_expired(self, now: float) -> int:
+        expired = self._leases.expired(now)
+        for lease in expired:
+            self._unlease(lease)
+        return len(expired)
+
+    def next_ready_at(self) -> float | None:
+        return self._schedule.next_ready_at()
+
+    # -- inspection ---------------------------------------------------------------------
+    def queued(self) -> int:
+        s = self._schedule.stats()
+        return s.queued_fast + s.queued_slow
+
+    def open_leases(self) -> int:
+        return len(self._leases)
+
+    def stats(self) -> ScheduleStats:
+        return self._schedule.stats()
+
+    def forget_idle_sites(self) -> int:
+        return self._schedule.forget_idle()
+
+    def __repr__(self) -> str:
+        return f"<Frontier {self._schedule!r} {self._leases!r}>"
+
+    def _unlease(self, lease: Lease) -> None:
+        self._begin()
+        self._conn.execute("UPDATE queue SET leased_until = 0 WHERE id = ?", (lease.lease_id,))
+        self._schedule.add_work(lease.item.site, lease.item.line, 1)
+
+    def _begin(self) -> None:
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN")

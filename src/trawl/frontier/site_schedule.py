@@ -1,0 +1,198 @@
+"""Which site may be served next: the frontier's two layers, as pure state.
+
+How this works
+- Back layer: every site with queued work has a ready time (its clock's nextAllowedAt) and
+  sits in a min-heap keyed on it, so finding a ready site is O(log n).
+- Front layer: each site also has a best line (FAST if it has any fast-line URL queued).
+  Ready sites move from the time heap into one FIFO per line; `pop_ready` serves the fast
+  line `fast_share` of the time when both have ready sites, so slow work never starves.
+- A popped site is busy until `release(site, ready_at)`; a busy site is never handed out
+  again. This is the frontier's half of "one request at a time per site"; the site clock
+  (politeness.site_clock) is the other half and refuses an early start on its own.
+
+Heap entries are never removed in place: each site has a version number and stale entries
+are skipped when they surface (lazy deletion).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+
+from trawl.model import Line
+
+
+@dataclass(slots=True)
+class _SiteSlot:
+    counts: list[int]  # queued (unleased) URLs per line
+    ready_at: float
+    busy: bool = False
+    version: int = 0
+    waiting: bool = False  # in the heap or in a ready FIFO
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleStats:
+    sites: int
+    busy: int
+    ready: int
+    waiting: int
+    queued_fast: int
+    queued_slow: int
+
+
+class SiteSchedule:
+    """Pure scheduling state. Written and read by the frontier shell only."""
+
+    def __init__(self, fast_share: float = 0.8) -> None:
+        self._slots: dict[str, _SiteSlot] = {}
+        self._heap: list[tuple[float, int, str]] = []
+        self._ready: tuple[deque[str], deque[str]] = (deque(), deque())
+        self._fast_share = fast_share
+        self._credit = 0.0
+        self._queued = [0, 0]
+
+    # -- work accounting ----------------------------------------------------------------
+    def add_work(self, site: str, line: Line, n: int = 1, ready_at: float = 0.0) -> None:
+        slot = self._slots.get(site)
+        if slot is None:
+            slot = self._slots[site] = _SiteSlot(counts=[0, 0], ready_at=ready_at)
+        slot.counts[line] += n
+        self._queued[line] += n
+        self._enqueue(site, slot)
+
+    def take_work(self, site: str, line: Line, n: int = 1) -> None:
+        """URLs of `site` left the queue (leased or skipped)."""
+        slot = self._slots[site]
+        if slot.counts[line] < n:
+            raise ValueError(f"{site}: taking {n} from line {line.name} holding {slot.counts}")
+        slot.counts[line] -= n
+        self._queued[line] -= n
+
+    def best_line(self, site: str) -> Line | None:
+        slot = self._slots.get(site)
+        if slot is None:
+            return None
+        if slot.counts[Line.FAST]:
+            return Line.FAST
+        if slot.counts[Line.SLOW]:
+            return Line.SLOW
+        return None
+
+    def queued(self, site: str) -> int:
+        slot = self._slots.get(site)
+        return 0 if slot is None else sum(slot.counts)
+
+    # -- hand-out -----------------------------------------------------------------------
+    def pop_ready(self, now: float) -> str | None:
+        """A site that is free, has work and whose ready time has passed; it becomes busy."""
+        self._promote(now)
+        while True:
+            fifo = self._choose_fifo()
+            if fifo is None:
+                return None
+            site = fifo.popleft()
+            slot = self._slots[site]
+            slot.waiting = False
+            if slot.busy or not sum(slot.counts):
+                continue  # stale: work was taken meanwhile
+            slot.busy = True
+            return site
+
+    def release(self, site: str, ready_at: float) -> None:
+        """The busy site is free again from `ready_at` on."""
+        slot = self._slots[site]
+        if not slot.busy:
+            raise ValueError(f"{site} released while not busy")
+        slot.busy = False
+        slot.ready_at = ready_at
+        slot.version += 1
+        slot.waiting = False
+        self._enqueue(site, slot)
+
+    def delay(self, site: str, ready_at: float) -> None:
+        """Move a waiting (not busy) site's ready time later, e.g. after loading its clock."""
+        slot = self._slots.get(site)
+        if slot is None or slot.busy or ready_at <= slot.ready_at:
+            return
+        slot.ready_at = ready_at
+        slot.version += 1
+        slot.waiting = False
+        self._enqueue(site, slot)
+
+    def next_ready_at(self) -> float | None:
+        """Earliest time a waiting site becomes ready (None when nothing waits)."""
+        if self._ready[0] or self._ready[1]:
+            return 0.0
+        while self._heap:
+            ready_at, version, site = self._heap[0]
+            if self._slots[site].version == version and self._slots[site].waiting:
+                return ready_at
+            heapq.heappop(self._heap)
+        return None
+
+    def forget_idle(self) -> int:
+        """Drop slots of sites with no work and not busy; returns how many were dropped."""
+        idle = [s for s, slot in self._slots.items() if not slot.busy and not sum(slot.counts)]
+        for site in idle:
+            del self._slots[site]
+        self._heap = [e for e in self._heap if e[2] in self._slots]
+        heapq.heapify(self._heap)
+        for fifo in self._ready:
+            kept = [s for s in fifo if s in self._slots]
+            fifo.clear()
+            fifo.extend(kept)
+        return len(idle)
+
+    def stats(self) -> ScheduleStats:
+        busy = sum(1 for slot in self._slots.values() if slot.busy)
+        return ScheduleStats(
+            sites=len(self._slots),
+            busy=busy,
+            ready=len(self._ready[0]) + len(self._ready[1]),
+            waiting=sum(1 for slot in self._slots.values() if slot.waiting),
+            queued_fast=self._queued[Line.FAST],
+            queued_slow=self._queued[Line.SLOW],
+        )
+
+    def __repr__(self) -> str:
+        s = self.stats()
+        return (
+            f"<SiteSchedule sites={s.sites} busy={s.busy} ready={s.ready} "
+            f"queued={s.queued_fast}+{s.queued_slow}>"
+        )
+
+    # -- internals ----------------------------------------------------------------------
+    def _enqueue(self, site: str, slot: _SiteSlot) -> None:
+        if slot.busy or slot.waiting or not sum(slot.counts):
+            return
+        slot.waiting = True
+        heapq.heappush(self._heap, (slot.ready_at, slot.version, site))
+
+    def _promote(self, now: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, version, site = heapq.heappop(heap)
+            slot = self._slots.get(site)
+            if slot is None or slot.version != version or not slot.waiting or slot.busy:
+                continue
+            line = self.best_line(site)
+            if line is None:
+                slot.waiting = False
+                continue
+            self._ready[line].append(site)
+
+    def _choose_fifo(self) -> deque[str] | None:
+        fast, slow = self._ready
+        if fast and slow:
+            self._credit += 1.0 - self._fast_share
+            if self._credit >= 1.0:
+                self._credit -= 1.0
+                return slow
+            return fast
+        if fast:
+            return fast
+        if slow:
+            return slow
+        return None

@@ -1,0 +1,150 @@
+"""Frozen values passed between the loop's stages.
+
+Stages meet only through these types and the ports. Times are epoch seconds (`..._at`),
+durations are seconds (`..._s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Line(IntEnum):
+    """Priority lines of the frontier's front layer; lower value is served first."""
+
+    FAST = 0
+    SLOW = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlUrl:
+    """A normalised URL waiting in (or leased from) the frontier."""
+
+    url: str
+    url_hash: str
+    site: str  # registered domain
+    depth: int
+    line: Line
+    discovered_at: float
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"CrawlUrl needs a normalised http(s) URL, got {self.url!r}")
+        if len(self.url_hash) != 32:
+            raise ValueError(f"urlHash must be 32 hex digits, got {self.url_hash!r}")
+        if self.depth < 0:
+            raise ValueError(f"depth must be >= 0, got {self.depth}")
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A URL handed to a fetcher; it must be marked done before `expires_at`."""
+
+    lease_id: int
+    item: CrawlUrl
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """What one HTTP exchange produced. `body` is the decoded body, or None when not read."""
+
+    url: str
+    status: int  # 0 when no HTTP response arrived (see error_kind)
+    headers: tuple[tuple[str, str], ...]
+    body: bytes | None
+    started_at: float
+    elapsed_s: float
+    ip: str | None = None
+    truncated: bool = False  # body cut at the byte cap (WARC-Truncated: length)
+    error_kind: str | None = None  # e.g. "timeout", "dns", "connect", "reset", "too_big"
+    error: str | None = None
+    raw_headers_block: bytes = b""  # HTTP status line + headers as received, for WARC
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPage:
+    """Links and robots directives extracted from one HTML page."""
+
+    hrefs: tuple[str, ...]  # as written in the page; resolve against base_url
+    base_url: str  # the page URL, or its <base href> resolved against it
+    noindex: bool = False
+    nofollow: bool = False
+
+
+@dataclass(slots=True)
+class PageRecord:
+    """The page record; field names follow the design (camelCase via `to_json`)."""
+
+    url_hash: str
+    url: str
+    last_fetched_at: float
+    http_status: int
+    content_hash: str = ""
+    simhash: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    change_rate: float = 0.0
+    next_fetch_at: float = 0.0
+    storage_key: str = ""
+    site: str = ""
+    depth: int = 0
+    content_type: str = ""
+    redirect_to: str = ""
+    error: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "urlHash": self.url_hash,
+            "url": self.url,
+            "lastFetchedAt": self.last_fetched_at,
+            "httpStatus": self.http_status,
+            "contentHash": self.content_hash,
+            "simhash": self.simhash,
+            "etag": self.etag,
+            "lastModified": self.last_modified,
+            "changeRate": self.change_rate,
+            "nextFetchAt": self.next_fetch_at,
+            "storageKey": self.storage_key,
+            "site": self.site,
+            "depth": self.depth,
+            "contentType": self.content_type,
+            "redirectTo": self.redirect_to,
+            "error": self.error,
+        }
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PageFetchedEvent:
+    """The page.fetched hand-off event; `offset` is assigned by the outbox."""
+
+    url: str
+    url_hash: str
+    storage_key: str
+    content_hash: str
+    http_status: int
+    fetched_at: float
+    offset: int = -1
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "offset": self.offset,
+            "type": "page.fetched",
+            "url": self.url,
+            "urlHash": self.url_hash,
+            "storageKey": self.storage_key,
+            "contentHash": self.content_hash,
+            "httpStatus": self.http_status,
+            "fetchedAt": self.fetched_at,
+        }

@@ -1,0 +1,104 @@
+"""The CPU-heavy part of handling one fetched page, as one pure function.
+
+`process_page` hashes, WARC-encodes (gzip) and parses a body and normalises its links. It
+runs in a worker process (see crawl.py) so the event loop that holds thousands of
+connections never stalls on it; everything it takes and returns is picklable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from trawl.errors import InvalidUrl
+from trawl.parse.links import extract_links
+from trawl.parse.meta_robots import parse_x_robots_tag
+from trawl.store.warc_record import (
+    EncodedRecord,
+    encode_response_record,
+    rewrite_head_for_decoded,
+)
+from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
+from trawl.urls.registered_domain import site_of
+
+_rules: NormaliseRules = DEFAULT_RULES
+
+
+def init_worker(rules: NormaliseRules) -> None:
+    """Process-pool initializer: the normalisation rules, sent once per worker."""
+    global _rules
+    _rules = rules
+
+
+@dataclass(frozen=True, slots=True)
+class PageInput:
+    url: str
+    fetched_at: float
+    ip: str | None
+    http_head: bytes
+    body: bytes
+    truncated: bool
+    x_robots_tag: tuple[str, ...]
+    agent_token: str
+    store_body: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FoundLink:
+    url: str
+    url_hash: str
+    site: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageOutput:
+    content_hash: str
+    warc_record: EncodedRecord | None  # the gzip member to append, None when not stored
+    links: tuple[FoundLink, ...]
+    noindex: bool
+    nofollow: bool
+    bad_links: int  # hrefs that could not be normalised (mailto:, javascript:, junk)
+
+
+def content_hash(body: bytes) -> str:
+    """Exact-content fingerprint: first 32 hex digits of SHA-256 of the body."""
+    return hashlib.sha256(body).hexdigest()[:32]
+
+
+def process_page(page: PageInput) -> PageOutput:
+    parsed = extract_links(page.body, page.url, agent_token=page.agent_token)
+    header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
+    noindex = parsed.noindex or header.noindex
+    nofollow = parsed.nofollow or header.nofollow
+    record = None
+    if page.store_body and not noindex:
+        head = rewrite_head_for_decoded(page.http_head, len(page.body))
+        record = encode_response_record(
+            url=page.url,
+            fetched_at=page.fetched_at,
+            ip=page.ip,
+            http_head=head,
+            payload=page.body,
+            truncated=page.truncated,
+        )
+    links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
+    return PageOutput(content_hash(page.body), record, links, noindex, nofollow, bad)
+
+
+def normalise_links(hrefs: tuple[str, ...], base_url: str) -> tuple[tuple[FoundLink, ...], int]:
+    """Normalise hrefs against the base; duplicates within the page are folded."""
+    seen: set[str] = set()
+    out: list[FoundLink] = []
+    bad = 0
+    for href in hrefs:
+        try:
+            url = normalise_url(href, base_url, _rules)
+            site = site_of(url)
+        except (InvalidUrl, ValueError):
+            bad += 1
+            continue
+        if url in seen:
+            continue
+        seen.add(url)
+        out.append(FoundLink(url, url_hash(url), site))
+    return tuple(out), bad

@@ -1,0 +1,92 @@
+"""Everything trawl knows about one site (registered domain), and its host record form.
+
+Pure state: the crawl shell owns each SiteState while it holds the site (one task at a time,
+see frontier.site_schedule), and serialises it to the host record with the design's
+field names. All of it is keyed by registered domain, so it partitions with the site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trawl.errors import DataError
+from trawl.politeness.robots import RobotsRules, RobotsStatus
+from trawl.politeness.site_clock import SiteClock
+
+_SECONDS_PER_DAY = 86400
+_RECENT_ERRORS = 10
+
+
+@dataclass(slots=True)
+class SiteState:
+    site: str
+    clock: SiteClock = field(default_factory=SiteClock)
+    robots: dict[str, RobotsRules] = field(default_factory=dict)  # by origin
+    pages_today: int = 0
+    day: int = 0  # epoch day that pages_today counts
+    recent_errors: list[str] = field(default_factory=list)
+
+    def count_page(self, now: float) -> None:
+        today = int(now // _SECONDS_PER_DAY)
+        if today != self.day:
+            self.day, self.pages_today = today, 0
+        self.pages_today += 1
+
+    def note_error(self, now: float, url: str, kind: str) -> None:
+        self.recent_errors.append(f"{now:.3f} {kind} {url}")
+        del self.recent_errors[:-_RECENT_ERRORS]
+
+    def set_robots(self, rules: RobotsRules, agent_token: str) -> None:
+        """Store an origin's rules; the site's Crawl-delay is the largest of its origins'."""
+        self.robots[rules.origin] = rules
+        delays = [
+            d
+            for r in self.robots.values()
+            if r.status is RobotsStatus.RULES and (d := r.crawl_delay(agent_token)) is not None
+        ]
+        self.clock.crawl_delay_s = max(delays) if delays else None
+
+    def to_host_record(self, owner: str) -> dict[str, object]:
+        fetched = [r.fetched_at for r in self.robots.values()]
+        return {
+            "host": self.site,
+            "nextAllowedAt": self.clock.next_allowed_at,
+            "crawlDelay": self.clock.crawl_delay_s,
+            "robotsRules": {origin: r.to_json() for origin, r in sorted(self.robots.items())},
+            "robotsFetchedAt": max(fetched) if fetched else None,
+            "errorCount": self.clock.error_count,
+            "avgResponseMs": round(self.clock.avg_response_ms, 3),
+            "pagesToday": self.pages_today,
+            "ownerMachine": owner,
+            "recentErrors": list(self.recent_errors),
+            "clock": self.clock.to_json(),
+            "day": self.day,
+        }
+
+    @classmethod
+    def from_host_record(cls, record: dict[str, object]) -> SiteState:
+        """Raises DataError naming the site when the record is damaged."""
+        site = record.get("host")
+        try:
+            if not isinstance(site, str):
+                raise TypeError("host is missing")
+            clock_data = record.get("clock")
+            robots_data = record.get("robotsRules") or {}
+            if not isinstance(clock_data, dict) or not isinstance(robots_data, dict):
+                raise TypeError("clock or robotsRules is not an object")
+            robots = {o: RobotsRules.from_json(r) for o, r in robots_data.items()}
+            errors = record.get("recentErrors") or []
+            pages_today = record.get("pagesToday", 0)
+            day = record.get("day", 0)
+            if not isinstance(pages_today, int) or not isinstance(day, int):
+                raise TypeError("pagesToday or day is not an integer")
+            return cls(
+                site=site,
+                clock=SiteClock.from_json(clock_data),
+                robots=robots,
+                pages_today=pages_today,
+                day=day,
+                recent_errors=[str(e) for e in errors] if isinstance(errors, list) else [],
+            )
+        except (TypeError, ValueError, KeyError) as exc:
+            raise DataError(f"host record of {site!r} is damaged: {exc}") from None

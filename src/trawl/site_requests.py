@@ -1,0 +1,179 @@
+"""Steps 1-2 of the loop: pick a site's next request and make it, politely.
+
+Every request to a site — robots.txt, its redirect hops, pages — goes through `_request`,
+the one place where the per-IP gate is taken and the site clock is started and finished.
+The caller holds the site (frontier.site_schedule hands a site to one task at a time).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trawl.errors import FetchError
+from trawl.model import FetchResult
+from trawl.politeness.retry_after import parse_retry_after
+from trawl.politeness.robots import (
+    RobotsRules,
+    RobotsStatus,
+    origin_of,
+    robots_from_response,
+    robots_redirect_target,
+    robots_url,
+)
+from trawl.politeness.site_clock import FetchOutcome, classify_status
+from trawl.urls.registered_domain import host_of, site_of
+
+if TYPE_CHECKING:
+    from trawl.crawl_context import CrawlContext
+    from trawl.model import Lease
+    from trawl.politeness.site_state import SiteState
+
+_MAX_SKIPS_PER_TURN = 200  # disallowed URLs dropped in one turn before yielding
+
+
+class SiteRequests:
+    def __init__(self, ctx: CrawlContext) -> None:
+        self.ctx = ctx
+
+    async def take_turn(self, site: str) -> Lease | None:
+        """Lease the site's next allowed URL, or spend the turn on robots.txt (None)."""
+        ctx = self.ctx
+        state = ctx.site_state(site)
+        now = ctx.clock.now()
+        if not state.clock.is_ready(now):
+            return None  # released at its clock's time
+        for _ in range(_MAX_SKIPS_PER_TURN):
+            queued = ctx.frontier.head(site)
+            if queued is None:
+                return None
+            origin = origin_of(queued.item.url)
+            rules = state.robots.get(origin)
+            if rules is None or not rules.is_fresh(now):
+                await self.fetch_robots(state, origin, rules)
+                return None
+            if rules.status is RobotsStatus.UNREACHABLE:
+                return None  # fresh until retry_at; the clock already waits for it
+            if not rules.is_allowed(queued.item.url, ctx.agent_token):
+                ctx.frontier.drop(queued)
+                ctx.stats.count(ctx.stats.skipped, "robots")
+                continue
+            if not ctx.may_start_page():
+                return None
+            ctx.pages_started += 1
+            return ctx.frontier.lease(queued, now)
+        return None
+
+    async def fetch_page(self, lease: Lease) -> FetchResult:
+        state = self.ctx.site_state(lease.item.site)
+        return await self._request(state, lease.item.url)
+
+    async def fetch_robots(
+        self, state: SiteState, origin: str, previous: RobotsRules | None
+    ) -> None:
+        """RFC 9309 2.3: fetch an origin's robots.txt, following up to 5 redirects.
+
+        A redirect to another site is not followed: its clock belongs to whoever holds that
+        site, so following it would break the one-request-per-site rule. We treat it as
+        unreachable (crawl nothing, retry later) — the cautious reading of 2.3.1.4.
+        """
+        ctx = self.ctx
+        s = ctx.settings.politeness
+        url, hops = robots_url(origin), 0
+        while True:
+            result = await self._request(
+                state, url, read_any_type=True, max_body_bytes=s.robots_max_bytes
+            )
+            ctx.stats.robots_fetches += 1
+            status: int | None = result.status or None
+            if status is not None and 300 <= status < 400:
+                target = robots_redirect_target(url, status, result.header("Location"), hops)
+                if target is not None and _same_site(target, state.site):
+                    url, hops = target, hops + 1
+                    await ctx.clock.sleep_until(state.clock.next_allowed_at)
+                    continue
+                if target is not None:
+                    status = None
+            failures = previous.failures if previous is not None else 0
+            rules = robots_from_response(
+                origin,
+                status,
+                result.body,
+                ctx.clock.now(),
+                previous_failures=failures,
+                cache_s=s.robots_cache_s,
+                retry_base_s=s.robots_retry_base_s,
+                retry_max_s=s.robots_retry_max_s,
+                max_bytes=s.robots_max_bytes,
+            )
+            state.set_robots(rules, ctx.agent_token)
+            if rules.retry_at is not None:
+                state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
+            ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
+            ctx.mark_dirty(state.site)
+            return
+
+    async def _request(
+        self,
+        state: SiteState,
+        url: str,
+        *,
+        read_any_type: bool = False,
+        max_body_bytes: int | None = None,
+    ) -> FetchResult:
+        ctx = self.ctx
+        start = ctx.clock.now()
+        try:
+            ip = await ctx.fetcher.resolve(host_of(url))
+        except FetchError as exc:
+            # No request reached the site, but its clock still moves (with backoff), so a
+            # site whose name does not resolve is not retried in a tight loop.
+            state.clock.start(start)
+            end = ctx.clock.now()
+            state.clock.finish(end, 0.0, FetchOutcome.NETWORK_ERROR, policy=ctx.clock_policy)
+            return _failed(url, start, end, exc)
+        while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
+            await ctx.clock.sleep_until(retry_at)
+        start = ctx.clock.now()
+        state.clock.start(start)
+        result: FetchResult | None = None
+        try:
+            result = await ctx.fetcher.fetch(
+                url, read_any_type=read_any_type, max_body_bytes=max_body_bytes, ip=ip
+            )
+            return result
+        finally:
+            end = ctx.clock.now()
+            ctx.ip_gate.release(ip, end)
+            status = result.status if result is not None else 0
+            retry_after = None
+            if result is not None and status in (429, 503):
+                retry_after = parse_retry_after(result.header("Retry-After"), end)
+            state.clock.finish(
+                end,
+                end - start,
+                classify_status(status),
+                policy=ctx.clock_policy,
+                retry_after_s=retry_after,
+            )
+            if result is not None and result.body is not None:
+                ctx.stats.bytes_downloaded += len(result.body)
+
+
+def _same_site(url: str, site: str) -> bool:
+    try:
+        return site_of(url) == site
+    except ValueError:
+        return False
+
+
+def _failed(url: str, start: float, end: float, exc: FetchError) -> FetchResult:
+    return FetchResult(
+        url=url,
+        status=0,
+        headers=(),
+        body=None,
+        started_at=start,
+        elapsed_s=end - start,
+        error_kind=exc.kind,
+        error=str(exc),
+    )

@@ -1,0 +1,153 @@
+"""Page records, host records and the page.fetched outbox in the embedded SQLite database.
+
+Writes join the connection's open transaction; `commit()` makes a batch durable. The caller
+flushes the WARC files first, so a committed record never points at bytes not yet written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from trawl.errors import DataError
+from trawl.model import PageFetchedEvent, PageRecord
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterator
+
+_PAGE_FIELDS = {
+    "urlHash": "url_hash",
+    "url": "url",
+    "lastFetchedAt": "last_fetched_at",
+    "httpStatus": "http_status",
+    "contentHash": "content_hash",
+    "simhash": "simhash",
+    "etag": "etag",
+    "lastModified": "last_modified",
+    "changeRate": "change_rate",
+    "nextFetchAt": "next_fetch_at",
+    "storageKey": "storage_key",
+    "site": "site",
+    "depth": "depth",
+    "contentType": "content_type",
+    "redirectTo": "redirect_to",
+    "error": "error",
+}
+
+
+def page_from_json(data: dict[str, object]) -> PageRecord:
+    known = {attr: data[name] for name, attr in _PAGE_FIELDS.items() if name in data}
+    extra = {k: str(v) for k, v in data.items() if k not in _PAGE_FIELDS}
+    return PageRecord(**known, extra=extra)  # type: ignore[arg-type]  # values come from to_json
+
+
+def event_from_json(data: dict[str, object]) -> PageFetchedEvent:
+    return PageFetchedEvent(
+        url=str(data["url"]),
+        url_hash=str(data["urlHash"]),
+        storage_key=str(data["storageKey"]),
+        content_hash=str(data["contentHash"]),
+        http_status=int(data["httpStatus"]),  # type: ignore[call-overload]  # JSON int
+        fetched_at=float(data["fetchedAt"]),  # type: ignore[arg-type]  # JSON number
+        offset=int(data.get("offset", -1)),  # type: ignore[call-overload]  # JSON int
+    )
+
+
+class SqliteRecords:
+    """PageRecords, HostRecords and EventLog over one SQLite connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    # -- transactions -------------------------------------------------------------------
+    def begin(self) -> None:
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("COMMIT")
+
+    # -- pages and events ---------------------------------------------------------------
+    def put_page(self, record: PageRecord, event: PageFetchedEvent | None) -> None:
+        self.begin()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO pages(url_hash, url, site, last_fetched_at, http_status,"
+            " storage_key, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.url_hash,
+                record.url,
+                record.site,
+                record.last_fetched_at,
+                record.http_status,
+                record.storage_key,
+                json.dumps(record.to_json(), separators=(",", ":")),
+            ),
+        )
+        if event is not None:
+            payload = event.to_json()
+            del payload["offset"]  # the outbox assigns it
+            self._conn.execute(
+                "INSERT INTO events(url_hash, event) VALUES (?, ?)",
+                (event.url_hash, json.dumps(payload, separators=(",", ":"))),
+            )
+
+    def get_page(self, url_hash: str) -> PageRecord | None:
+        row = self._conn.execute(
+            "SELECT record FROM pages WHERE url_hash = ?", (url_hash,)
+        ).fetchone()
+        return None if row is None else page_from_json(_loads(row[0], "page record"))
+
+    def iter_pages(self) -> Iterator[PageRecord]:
+        for (text,) in self._conn.execute("SELECT record FROM pages ORDER BY last_fetched_at"):
+            yield page_from_json(_loads(text, "page record"))
+
+    def count_pages(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+
+    def iter_page_hashes(self) -> Iterator[str]:
+        for (url_hash,) in self._conn.execute("SELECT url_hash FROM pages"):
+            yield url_hash
+
+    def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
+        rows = self._conn.execute(
+            "SELECT offset, event FROM events WHERE offset >= ? ORDER BY offset LIMIT ?",
+            (from_offset, limit),
+        ).fetchall()
+        out = []
+        for offset, text in rows:
+            data = _loads(text, "event")
+            data["offset"] = offset
+            out.append(event_from_json(data))
+        return out
+
+    def last_offset(self) -> int:
+        row = self._conn.execute("SELECT max(offset) FROM events").fetchone()
+        return -1 if row[0] is None else int(row[0])
+
+    # -- hosts --------------------------------------------------------------------------
+    def put_host(self, site: str, record: dict[str, object]) -> None:
+        self.begin()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO hosts(site, record) VALUES (?, ?)",
+            (site, json.dumps(record, separators=(",", ":"))),
+        )
+
+    def get_host(self, site: str) -> dict[str, object] | None:
+        row = self._conn.execute("SELECT record FROM hosts WHERE site = ?", (site,)).fetchone()
+        return None if row is None else _loads(row[0], "host record")
+
+    def iter_hosts(self) -> Iterator[tuple[str, dict[str, object]]]:
+        for site, text in self._conn.execute("SELECT site, record FROM hosts ORDER BY site"):
+            yield site, _loads(text, "host record")
+
+
+def _loads(text: str, what: str) -> dict[str, object]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"damaged {what} in the database: {exc}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"damaged {what} in the database: not a JSON object")
+    return data

@@ -1,0 +1,90 @@
+"""The embedded database: one SQLite file (WAL) holding records, outbox and frontier.
+
+Why one file: a fetched page's record, its page.fetched event, the links it adds to the
+frontier and the end of its lease commit in ONE transaction, so a crash (kill -9 included)
+can never leave a stored page without its event or lose the links it discovered.
+
+Durability: WAL with synchronous=NORMAL survives a killed process (the OS keeps what was
+written); checkpoints add an fsync for power loss. The connection is used only from the event
+loop thread: each statement is microseconds, and one writer avoids lock waits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from trawl.errors import DataError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pages (
+    url_hash TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    site TEXT NOT NULL,
+    last_fetched_at REAL NOT NULL,
+    http_status INTEGER NOT NULL,
+    storage_key TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pages_site ON pages(site);
+CREATE TABLE IF NOT EXISTS hosts (
+    site TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    offset INTEGER PRIMARY KEY AUTOINCREMENT,
+    url_hash TEXT NOT NULL,
+    event TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    url_hash TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    discovered_at REAL NOT NULL,
+    leased_until REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS queue_site ON queue(site, leased_until, line, id);
+CREATE TABLE IF NOT EXISTS must_crawl (url_hash TEXT PRIMARY KEY);
+"""
+
+
+def open_database(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open (creating when allowed) the trawl database; damaged files raise DataError."""
+    if readonly and not path.exists():
+        raise DataError(f"{path}: no trawl database here (wrong --data directory?)")
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+            _check_version(conn, path)
+        else:
+            conn.execute("SELECT count(*) FROM meta").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise DataError(f"{path}: damaged or not a trawl database ({exc})") from None
+    return conn
+
+
+def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+    elif row[0] != str(SCHEMA_VERSION):
+        raise DataError(f"{path}: schema version {row[0]}, this trawl understands {SCHEMA_VERSION}")

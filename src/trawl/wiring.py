@@ -1,0 +1,180 @@
+"""The only module that reads Settings and picks adapters (STYLE §3).
+
+Data directory layout (embedded mode):
+    trawl.db      SQLite (WAL): pages, hosts, events outbox, frontier queue, must-crawl set
+    warc/         WARC/1.1 files, one gzip member per record
+    seen.bloom    seen-set checkpoint
+    LOCK          held while a crawl runs, so two crawls never share a directory
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from trawl import __version__
+from trawl.clock import Clock, SystemClock
+from trawl.crawl_context import CrawlContext
+from trawl.errors import ConfigError, DataError, InvalidUrl
+from trawl.fetch.dns import CachingResolver, HostMap
+from trawl.fetch.fetcher import Fetcher, build_user_agent
+from trawl.frontier.frontier import Frontier
+from trawl.model import Line
+from trawl.page_work import init_worker
+from trawl.politeness.ip_gate import IpGate
+from trawl.seen.seen_set import SeenSet
+from trawl.store.records_sqlite import SqliteRecords
+from trawl.store.sqlite_db import open_database
+from trawl.store.warc import WarcWriter, recover_tail
+from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
+from trawl.urls.registered_domain import site_of
+
+if TYPE_CHECKING:
+    from trawl.config import Settings
+
+DB_NAME = "trawl.db"
+WARC_DIR = "warc"
+BLOOM_NAME = "seen.bloom"
+
+
+def user_agent(settings: Settings) -> str:
+    """`trawl/<version> (+<contact>)`; a custom UA must still name trawl and a contact URL."""
+    custom = settings.crawl.user_agent
+    if custom:
+        if "trawl" not in custom.lower() or "+http" not in custom:
+            raise ConfigError(
+                f"user agent {custom!r} must name trawl and a contact URL, "
+                "e.g. 'trawl/0.1 (+https://example.org/crawler)'"
+            )
+        return custom
+    if not settings.crawl.contact_url:
+        raise ConfigError(
+            "a contact URL is required so site owners can reach you: "
+            "pass --contact URL or set [crawl] contact_url"
+        )
+    return build_user_agent(__version__, settings.crawl.contact_url)
+
+
+def normalise_rules(settings: Settings) -> NormaliseRules:
+    u = settings.urls
+    return NormaliseRules.from_config(
+        tracking_params=u.tracking_params,
+        tracking_prefixes=u.tracking_prefixes,
+        session_params=u.session_params,
+        max_length=u.max_url_length,
+    )
+
+
+def lock_data_dir(data_dir: Path) -> IO[str]:
+    """Hold the directory's lock for the life of the returned file."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fh = (data_dir / "LOCK").open("a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise DataError(f"{data_dir}: another trawl process is using this directory") from None
+    return fh
+
+
+def recover_warc_tails(warc_dir: Path) -> int:
+    """Cut torn tails off WARC files left by a crash; returns bytes cut."""
+    if not warc_dir.exists():
+        return 0
+    return sum(recover_tail(path) for path in sorted(warc_dir.glob("*.warc.gz")))
+
+
+def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None) -> CrawlContext:
+    clock = clock or SystemClock()
+    ua = user_agent(settings)
+    rules = normalise_rules(settings)
+    net = settings.network
+    host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
+    resolver = CachingResolver(
+        host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
+    )
+    f = settings.fetch
+    fetcher = Fetcher(
+        user_agent=ua,
+        resolver=resolver,
+        allow_private=net.allow_private,
+        total_timeout_s=f.total_timeout_s,
+        max_body_bytes=f.max_body_bytes,
+        max_decoded_bytes=f.max_decoded_bytes,
+        stored_types=f.stored_types,
+        max_connections=f.max_connections,
+    )
+    recover_warc_tails(data_dir / WARC_DIR)
+    conn = open_database(data_dir / DB_NAME)
+    frontier = Frontier(
+        conn, lease_s=settings.frontier.lease_s, fast_share=settings.frontier.fast_share
+    )
+    frontier.load()
+    seen = SeenSet(
+        conn,
+        data_dir / BLOOM_NAME,
+        capacity=settings.seen.expected_urls,
+        fp_rate=settings.seen.false_positive_rate,
+    )
+    seen.load()
+    warc = WarcWriter(
+        data_dir / WARC_DIR,
+        max_file_bytes=settings.storage.warc_max_file_bytes,
+        software=f"trawl/{__version__}",
+    )
+    workers = max(1, min(2, os.cpu_count() or 1))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=init_worker,
+        initargs=(rules,),
+    )
+    p = settings.politeness
+    return CrawlContext(
+        settings=settings,
+        clock=clock,
+        conn=conn,
+        frontier=frontier,
+        seen=seen,
+        records=SqliteRecords(conn),
+        warc=warc,
+        fetcher=fetcher,
+        ip_gate=IpGate(p.per_ip_max_in_flight, p.per_ip_min_gap_s),
+        cpu_pool=pool,
+        data_dir=data_dir,
+        rules=rules,
+    )
+
+
+def read_seeds(urls: list[str], seeds_file: Path | None) -> list[tuple[str, str]]:
+    """Seeds as (raw, where) pairs: command-line URLs and lines of the seeds file."""
+    seeds = [(u, f"seed argument {u!r}") for u in urls]
+    if seeds_file is not None:
+        try:
+            text = seeds_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{seeds_file}: cannot read seeds file ({exc})") from None
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                seeds.append((line, f"{seeds_file}:{n}"))
+    return seeds
+
+
+def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str]]) -> int:
+    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
+    added = 0
+    for raw, where in seeds:
+        try:
+            url = normalise_url(raw, None, ctx.rules)
+            site = site_of(url)
+        except (InvalidUrl, ValueError) as exc:
+            raise ConfigError(f"{where}: {raw!r} is not a crawlable http(s) URL ({exc})") from None
+        if ctx.discover(url, url_hash(url), site, 0, Line.FAST, must_crawl=True):
+            added += 1
+    ctx.commit()
+    return added
