@@ -1,0 +1,348 @@
+"""The one URL normaliser: five spellings of one page become one string.
+
+How this works. `normalise_url` cleans the raw text the way a browser does (WHATWG URL:
+strip C0 controls and spaces around it, drop tabs and newlines inside, read `\\` as `/`),
+resolves it against `base` (RFC 3986 §5.2), then rebuilds it from normalised parts:
+
+- scheme: http or https only, lowercase (RFC 3986 §6.2.2.1);
+- host: lowercase, IDNA (UTS #46, non-transitional) to punycode, trailing dot dropped,
+  IPv4 and [IPv6] literals in canonical form; userinfo dropped; default port dropped
+  (§6.2.3). Host work is cached per (scheme, authority): links repeat hosts a lot;
+- path: empty becomes "/", percent-escapes in uppercase hex with unreserved characters
+  decoded and everything that must be escaped escaped as UTF-8 (§6.2.2.1-2), session-id
+  path parameters (`;jsessionid=...`) dropped, then dot segments removed (§5.2.4);
+- query: escapes as for the path, tracking and session-id parameters dropped, the rest
+  sorted by name then text, an empty query dropped;
+- fragment: dropped.
+
+Every step maps its own output to itself, so the function is idempotent. It is on the hot
+path (~40k calls/s), so each step has a fast check that skips the work for the common case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+from trawl.errors import InvalidUrl
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+try:
+    import idna
+
+    _HAS_IDNA = True
+except ImportError:  # pragma: no cover - idna comes with aiohttp (via yarl)
+    _HAS_IDNA = False  # fall back to the stdlib codec, which knows only IDNA 2003
+
+__all__ = ["DEFAULT_RULES", "NormaliseRules", "normalise_url", "url_hash"]
+
+_DEFAULT_TRACKING = (
+    "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid",
+    "ttclid", "li_fat_id", "mc_cid", "mc_eid", "_ga", "_gl", "_hsenc", "_hsmi", "igshid",
+    "ref_src", "ref_url", "mkt_tok", "vero_id", "oly_anon_id", "oly_enc_id", "rb_clickid",
+    "s_cid", "wickedid", "spm",
+)  # fmt: skip
+_DEFAULT_SESSION = (
+    "jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
+    "asp.net_sessionid", "cfid", "cftoken", "zenid", "oscsid", "sessid",
+)  # fmt: skip
+
+
+def _lowered(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(name.lower() for name in names)
+
+
+@dataclass(frozen=True, slots=True)
+class NormaliseRules:
+    """Which query parameters to strip, and the longest URL kept.
+
+    Parameter names are compared case-insensitively (they are stored lowercase).
+    """
+
+    tracking_params: frozenset[str] = field(default_factory=lambda: _lowered(_DEFAULT_TRACKING))
+    tracking_prefixes: tuple[str, ...] = ("utm_",)
+    session_params: frozenset[str] = field(default_factory=lambda: _lowered(_DEFAULT_SESSION))
+    max_length: int = 2048
+
+    def __post_init__(self) -> None:
+        # Lowercase here so that every way of building rules compares the same way.
+        object.__setattr__(self, "tracking_params", _lowered(self.tracking_params))
+        object.__setattr__(self, "session_params", _lowered(self.session_params))
+        prefixes = tuple(prefix.lower() for prefix in self.tracking_prefixes)
+        object.__setattr__(self, "tracking_prefixes", prefixes)
+        if self.max_length < 16:
+            raise ValueError(f"max_length must be >= 16, got {self.max_length}")
+
+    @classmethod
+    def from_config(
+        cls,
+        tracking_params: Iterable[str] | None = None,
+        tracking_prefixes: Iterable[str] | None = None,
+        session_params: Iterable[str] | None = None,
+        max_length: int = 2048,
+    ) -> NormaliseRules:
+        """Build rules from config lists; a list left as None keeps the default."""
+        tracking = _DEFAULT_TRACKING if tracking_params is None else tracking_params
+        prefixes = ("utm_",) if tracking_prefixes is None else tracking_prefixes
+        session = _DEFAULT_SESSION if session_params is None else session_params
+        return cls(
+            tracking_params=_lowered(tracking),
+            tracking_prefixes=tuple(prefixes),
+            session_params=_lowered(session),
+            max_length=max_length,
+        )
+
+    def is_dropped(self, name: str) -> bool:
+        """True if a query or path parameter called `name` is tracking or a session id."""
+        lname = name.lower()
+        return (
+            lname in self.tracking_params
+            or lname in self.session_params
+            or lname.startswith(self.tracking_prefixes)
+        )
+
+
+DEFAULT_RULES = NormaliseRules()
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# WHATWG URL: "C0 control or space" is stripped around a URL; tab and newline anywhere.
+_C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+# RFC 3986 §2.3 unreserved, plus what may stand bare in a path (§3.3) or query (§3.4).
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PATH_SAFE = r"A-Za-z0-9\-._~!$&'()*+,;=:@/"
+# Anything outside the safe set, including '%', needs a look; the usual link has none.
+_PATH_NEEDS_WORK = re.compile(f"[^{_PATH_SAFE}]")
+_QUERY_NEEDS_WORK = re.compile(f"[^{_PATH_SAFE}?]")
+_PATH_FIX = re.compile(f"%[0-9A-Fa-f]{{2}}|[^{_PATH_SAFE}]")
+_QUERY_FIX = re.compile(f"%[0-9A-Fa-f]{{2}}|[^{_PATH_SAFE}?]")
+_HOST_OK = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\Z")
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 3:  # a valid %XX escape: decode unreserved, else uppercase the hex
+        char = chr(int(text[1:], 16))
+        return char if char in _UNRESERVED else text.upper()
+    # A bare '%' or a character that must be escaped: escape its UTF-8 bytes. Lone
+    # surrogates (only from arbitrary text, never from decoded pages) pass through as bytes.
+    return "".join(f"%{byte:02X}" for byte in text.encode("utf-8", "surrogatepass"))
+
+
+def _fix_path_escapes(path: str) -> str:
+    if _PATH_NEEDS_WORK.search(path) is None:
+        return path
+    return _PATH_FIX.sub(_fix_escape, path)
+
+
+def _fix_query_escapes(query: str) -> str:
+    if _QUERY_NEEDS_WORK.search(query) is None:
+        return query
+    return _QUERY_FIX.sub(_fix_escape, query)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 for a path starting with '/'."""
+    segments = path.split("/")
+    out: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if out:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    if segments[-1] in (".", ".."):
+        out.append("")  # "/a/b/.." names the directory "/a/", not the file "/a"
+    return "/" + "/".join(out)
+
+
+def _strip_path_params(path: str, rules: NormaliseRules) -> str:
+    """Drop `;name=value` session-id parameters from each path segment."""
+    segments = path.split("/")
+    for i, segment in enumerate(segments):
+        if ";" in segment:
+            head, *params = segment.split(";")
+            kept = [p for p in params if not rules.is_dropped(p.partition("=")[0])]
+            segments[i] = ";".join([head, *kept])
+    return "/".join(segments)
+
+
+def _normalise_query(query: str, rules: NormaliseRules) -> str:
+    query = _fix_query_escapes(query)
+    pairs: list[tuple[str, str]] = []
+    for param in query.split("&"):
+        if not param:
+            continue  # "a=1&&b=2": an empty parameter says nothing
+        name = param.partition("=")[0]
+        if not rules.is_dropped(name):
+            pairs.append((name, param))
+    # Sort by name, then by the whole text so "a" and "a=" stay distinct and ordered.
+    pairs.sort()
+    return "&".join(param for _, param in pairs)
+
+
+def _ascii_host(host: str, raw: str) -> str:
+    if host.endswith("."):
+        host = host[:-1]
+    if not host:
+        raise InvalidUrl(f"{raw!r} has no host")
+    host = host.lower() if host.isascii() else _idna_encode(host, raw)
+    if _HOST_OK.match(host) is None or len(host) > 253:
+        raise InvalidUrl(f"{raw!r} has an invalid host {host!r}")
+    if max(len(label) for label in host.split(".")) > 63:
+        raise InvalidUrl(f"{raw!r} has a host label over 63 characters")
+    last = host.rpartition(".")[2]
+    if last.isdigit():  # WHATWG: a host ending in a number must be an IPv4 address
+        try:
+            return str(ipaddress.IPv4Address(host))
+        except ValueError:
+            raise InvalidUrl(f"{raw!r} has an invalid IPv4 host {host!r}") from None
+    return host
+
+
+def _idna_encode(host: str, raw: str) -> str:
+    try:
+        if _HAS_IDNA:
+            encoded = idna.encode(host, uts46=True, transitional=False)
+        else:  # pragma: no cover
+            encoded = host.encode("idna")
+    except ValueError as exc:  # idna.IDNAError and the codec's errors are ValueErrors
+        raise InvalidUrl(f"{raw!r} has a host that IDNA rejects: {exc}") from None
+    host = encoded.decode("ascii").lower()
+    return host[:-1] if host.endswith(".") else host
+
+
+def _ipv6_host(literal: str, raw: str) -> str:
+    try:
+        return f"[{ipaddress.IPv6Address(literal).compressed}]"
+    except ValueError:
+        raise InvalidUrl(f"{raw!r} has an invalid IPv6 host [{literal}]") from None
+
+
+@lru_cache(maxsize=8192)
+def _authority(scheme: str, netloc: str) -> str:
+    """Normalised "host[:port]" for an authority; raises InvalidUrl."""
+    hostport = netloc.rpartition("@")[2]  # userinfo is never kept
+    if hostport.startswith("["):
+        literal, sep, after = hostport[1:].partition("]")
+        if not sep or (after and not after.startswith(":")):
+            raise InvalidUrl(f"{netloc!r} has a malformed IPv6 host")
+        host = _ipv6_host(literal, netloc)
+        port_text = after[1:]
+    else:
+        host, _, port_text = hostport.partition(":")
+        if ":" in port_text:
+            raise InvalidUrl(f"{netloc!r} has an unbracketed IPv6 host or several ports")
+        if "%" in host:
+            try:
+                host = unquote(host, errors="strict")
+            except UnicodeDecodeError:
+                raise InvalidUrl(f"{netloc!r} has a host that is not UTF-8") from None
+        host = _ascii_host(host, netloc)
+    if not port_text:
+        return host
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+        raise InvalidUrl(f"Invalid port: {port_text!r} in {netloc!r}")
+    port = int(port_text)
+    return host if port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+
+
+def _clean(raw: str) -> str:
+    text = raw.strip(_C0_AND_SPACE)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_TAB_NEWLINE)
+    if "\\" in text:
+        # WHATWG: in http(s) URLs a backslash before the query is a slash.
+        cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
+        text = text[:cut].replace("\\", "/") + text[cut:]
+    return text
+
+
+@lru_cache(maxsize=512)
+def _split_base(base: str) -> tuple[str, str, str, str]:
+    """(scheme, netloc, path, query) of an absolute http(s) base URL; cached for the page."""
+    scheme, netloc, path, query, _ = _split(_clean(base), base)
+    if scheme not in _DEFAULT_PORTS or not netloc:
+        raise InvalidUrl(f"base {base!r} is not an absolute http(s) URL")
+    return scheme, netloc, path or "/", query
+
+
+def _split(text: str, raw: str) -> tuple[str, str, str, str, str]:
+    try:
+        return urlsplit(text)
+    except ValueError as exc:  # bad IPv6 brackets, NFKC tricks in the netloc, ...
+        raise InvalidUrl(f"{raw!r} is not a valid URL: {exc}") from None
+
+
+def _resolve(
+    text: str, ref: tuple[str, str, str, str, str], base: str
+) -> tuple[str, str, str, str]:
+    """RFC 3986 §5.2.2 (without dot removal, which the caller does after unescaping)."""
+    b_scheme, b_netloc, b_path, b_query = _split_base(base)
+    _, netloc, path, query, _ = ref
+    if text.startswith("//"):  # a network-path reference brings its own authority
+        return b_scheme, netloc, path, query
+    if not path:
+        # "" or "#x" keep the base query; "?" alone (defined but empty) replaces it.
+        has_query = "?" in text.partition("#")[0]
+        return b_scheme, b_netloc, b_path, query if has_query else b_query
+    if not path.startswith("/"):
+        path = b_path[: b_path.rfind("/") + 1] + path
+    return b_scheme, b_netloc, path, query
+
+
+def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEFAULT_RULES) -> str:
+    """Normalise `raw` (resolved against `base` when relative) into one canonical http(s) URL.
+
+    Raises InvalidUrl, naming the value, for other schemes, a missing or bad host or port,
+    a relative URL without a usable base, or a result longer than `rules.max_length`.
+    """
+    text = _clean(raw)
+    if len(text) > 4 * rules.max_length:
+        # Normalising never shrinks a URL this much; refuse before doing any work on it.
+        raise InvalidUrl(f"{raw[:80]!r}... is over {rules.max_length} characters")
+    parts = _split(text, raw)
+    scheme, netloc, path, query, _ = parts
+    if base is not None and (
+        not scheme or (not netloc and scheme in _DEFAULT_PORTS and scheme == _split_base(base)[0])
+    ):
+        # "http:foo" against an http base is relative, as in browsers (RFC 3986 §5.2.2 note).
+        if scheme:
+            text = text[len(scheme) + 1 :]
+            parts = _split(text, raw)
+        scheme, netloc, path, query = _resolve(text, parts, base)
+    elif scheme not in _DEFAULT_PORTS:
+        what = f"scheme {scheme!r}" if scheme else "no scheme"
+        raise InvalidUrl(f"{raw!r} is not an http(s) URL ({what})")
+    if not netloc:
+        raise InvalidUrl(f"{raw!r} has no host")
+    try:
+        authority = _authority(scheme, netloc)
+    except InvalidUrl as exc:
+        raise InvalidUrl(f"{raw!r}: {exc}") from None
+    path = _fix_path_escapes(path) if path else "/"
+    if ";" in path:
+        path = _strip_path_params(path, rules)
+    if "/." in path:
+        path = _remove_dot_segments(path)
+    url = f"{scheme}://{authority}{path}"
+    if query:
+        query = _normalise_query(query, rules)
+        if query:
+            url = f"{url}?{query}"
+    if len(url) > rules.max_length:
+        raise InvalidUrl(f"{url[:80]!r}... is over {rules.max_length} characters")
+    return url
+
+
+def url_hash(normalised_url: str) -> str:
+    """First 32 hex digits of the SHA-256 of the URL's UTF-8 bytes (the page record key)."""
+    return hashlib.sha256(normalised_url.encode("utf-8")).hexdigest()[:32]

@@ -1,0 +1,59 @@
+"""Sites (registered domains), hosts and origins."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.errors import InvalidUrl
+from trawl.urls.registered_domain import host_of, origin_of, registered_domain, site_of
+
+
+@pytest.mark.parametrize(
+    ("host", "site"),
+    [
+        ("example.com", "example.com"),
+        ("www.example.com", "example.com"),
+        ("a.b.c.example.com", "example.com"),
+        ("news.bbc.co.uk", "bbc.co.uk"),
+        ("bbc.co.uk", "bbc.co.uk"),
+        ("foo.blogspot.com", "foo.blogspot.com"),  # private section of the list
+        ("x.foo.blogspot.com", "foo.blogspot.com"),
+        ("site17.test", "site17.test"),  # TLD the list does not know
+        ("www.site17.test", "site17.test"),
+        ("co.uk", "co.uk"),  # a public suffix is its own site
+        ("com", "com"),
+        ("localhost", "localhost"),
+        ("example.com.", "example.com"),
+        ("xn--bcher-kva.de", "xn--bcher-kva.de"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("127.0.3.4", "127.0.3.4"),
+        ("::1", "::1"),
+        ("[2001:db8::1]", "[2001:db8::1]"),
+    ],
+)
+def test_registered_domain(host: str, site: str) -> None:
+    assert registered_domain(host) == site
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "origin", "site"),
+    [
+        ("http://www.example.com/a", "www.example.com", "http://www.example.com:80", "example.com"),
+        ("https://news.bbc.co.uk/x?y", "news.bbc.co.uk", "https://news.bbc.co.uk:443", "bbc.co.uk"),
+        ("http://example.com:8080/", "example.com", "http://example.com:8080", "example.com"),
+        ("https://example.com:80/", "example.com", "https://example.com:80", "example.com"),
+        ("http://127.0.0.9:1234/", "127.0.0.9", "http://127.0.0.9:1234", "127.0.0.9"),
+        ("http://[::1]:8443/p", "::1", "http://[::1]:8443", "::1"),
+        ("https://[2001:db8::1]/", "2001:db8::1", "https://[2001:db8::1]:443", "2001:db8::1"),
+    ],
+)
+def test_host_origin_site_of_url(url: str, host: str, origin: str, site: str) -> None:
+    assert host_of(url) == host
+    assert origin_of(url) == origin
+    assert site_of(url) == site
+
+
+@pytest.mark.parametrize("url", ["mailto:a@example.com", "/relative", "http:///x", "http://a:x/"])
+def test_bad_urls_raise_invalid_url(url: str) -> None:
+    with pytest.raises(InvalidUrl):
+        origin_of(url)
