@@ -1,0 +1,115 @@
+"""The per-IP gate on fake times."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.errors import ConfigError
+from trawl.politeness.ip_gate import IpGate, IpGateStats
+
+IP = "203.0.113.7"
+OTHER = "2001:db8::1"
+T0 = 500.0
+
+
+def test_first_acquire_succeeds() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.in_flight(IP) == 1
+    assert gate.in_flight(OTHER) == 0
+
+
+def test_starts_at_least_quarter_second_apart() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.try_acquire(IP, T0 + 0.125) == T0 + 0.25
+    assert gate.in_flight(IP) == 1
+    assert gate.try_acquire(IP, T0 + 0.25) is None
+    assert gate.in_flight(IP) == 2
+
+
+def test_at_most_two_in_flight_until_release() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.try_acquire(IP, T0 + 0.5) is None
+    # Full: the answer is a polling hint, one gap from now.
+    assert gate.try_acquire(IP, T0 + 10.0) == T0 + 10.25
+    assert gate.in_flight(IP) == 2
+    gate.release(IP, T0 + 11.0)
+    assert gate.in_flight(IP) == 1
+    assert gate.try_acquire(IP, T0 + 11.0) is None
+    assert gate.in_flight(IP) == 2
+
+
+def test_ips_are_independent() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.try_acquire(OTHER, T0) is None
+    assert gate.stats() == IpGateStats(ips_tracked=2, in_flight=2)
+
+
+def test_custom_limits() -> None:
+    gate = IpGate(max_in_flight=1, min_gap_s=2.0)
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.try_acquire(IP, T0 + 5.0) == T0 + 7.0
+    gate.release(IP, T0 + 5.0)
+    assert gate.try_acquire(IP, T0 + 5.0) is None
+
+
+def test_release_without_acquire_raises() -> None:
+    gate = IpGate()
+    with pytest.raises(RuntimeError, match="without a matching acquire"):
+        gate.release(IP, T0)
+    assert gate.try_acquire(IP, T0) is None
+    gate.release(IP, T0 + 1.0)
+    with pytest.raises(RuntimeError, match="without a matching acquire"):
+        gate.release(IP, T0 + 1.0)
+
+
+def test_release_forgets_ip_once_gap_has_passed() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    gate.release(IP, T0 + 1.0)
+    assert gate.stats() == IpGateStats(ips_tracked=0, in_flight=0)
+
+
+def test_quick_release_keeps_gap_until_swept() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    gate.release(IP, T0 + 0.125)
+    # Still remembered: the 0.25 s start gap holds after a quick answer.
+    assert gate.try_acquire(IP, T0 + 0.125) == T0 + 0.25
+    assert gate.forget_idle(T0 + 0.2) == 0
+    assert gate.forget_idle(T0 + 0.25) == 1
+    assert gate.stats().ips_tracked == 0
+    assert gate.try_acquire(IP, T0 + 0.25) is None
+
+
+def test_forget_idle_keeps_busy_ips() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert gate.forget_idle(T0 + 3600.0) == 0
+    assert gate.in_flight(IP) == 1
+
+
+def test_memory_stays_bounded_over_many_ips() -> None:
+    gate = IpGate()
+    now = T0
+    for n in range(10_000):
+        ip = f"10.{n // 65536}.{n // 256 % 256}.{n % 256}"
+        assert gate.try_acquire(ip, now) is None
+        gate.release(ip, now + 0.5)
+        now += 0.001
+    assert gate.stats().ips_tracked == 0
+
+
+def test_repr_shows_state() -> None:
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    assert repr(gate) == "<IpGate max_in_flight=2 min_gap_s=0.25 ips_tracked=1 in_flight=1>"
+
+
+@pytest.mark.parametrize(("max_in_flight", "min_gap_s"), [(0, 0.25), (2, -1.0), (2, float("nan"))])
+def test_bad_limits_are_refused(max_in_flight: int, min_gap_s: float) -> None:
+    with pytest.raises(ConfigError, match="per-IP"):
+        IpGate(max_in_flight, min_gap_s)
