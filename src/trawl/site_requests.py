@@ -15,13 +15,12 @@ from trawl.politeness.retry_after import parse_retry_after
 from trawl.politeness.robots import (
     RobotsRules,
     RobotsStatus,
-    origin_of,
     robots_from_response,
     robots_redirect_target,
     robots_url,
 )
 from trawl.politeness.site_clock import FetchOutcome, classify_status
-from trawl.urls.registered_domain import host_of, site_of
+from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext

@@ -82,10 +82,21 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
 
 
 def recover_warc_tails(warc_dir: Path) -> int:
-    """Cut torn tails off WARC files left by a crash; returns bytes cut."""
+    """Cut torn tails off WARC files left by a crash; returns bytes cut.
+
+    Each run writes files named `<prefix>-<stamp>-<seq>-<run token>.warc.gz` and closes
+    (fsyncs) a file before rotating away from it, so only a run's last file can be torn.
+    """
     if not warc_dir.exists():
         return 0
-    return sum(recover_tail(path) for path in sorted(warc_dir.glob("*.warc.gz")))
+    last_of_run: dict[str, Path] = {}
+    for path in sorted(warc_dir.glob("*.warc.gz")):
+        parts = path.name.removesuffix(".warc.gz").split("-")
+        run, seq = "-".join(parts[3:]), parts[2] if len(parts) > 3 else ""
+        best = last_of_run.get(run)
+        if best is None or seq >= best.name.split("-")[2]:
+            last_of_run[run] = path
+    return sum(recover_tail(path) for path in last_of_run.values())
 
 
 def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None) -> CrawlContext:

@@ -38,13 +38,14 @@ def test_registered_domain(host: str, site: str) -> None:
 @pytest.mark.parametrize(
     ("url", "host", "origin", "site"),
     [
-        ("http://www.example.com/a", "www.example.com", "http://www.example.com:80", "example.com"),
-        ("https://news.bbc.co.uk/x?y", "news.bbc.co.uk", "https://news.bbc.co.uk:443", "bbc.co.uk"),
+        ("http://www.example.com/a", "www.example.com", "http://www.example.com", "example.com"),
+        ("https://news.bbc.co.uk/x?y", "news.bbc.co.uk", "https://news.bbc.co.uk", "bbc.co.uk"),
         ("http://example.com:8080/", "example.com", "http://example.com:8080", "example.com"),
         ("https://example.com:80/", "example.com", "https://example.com:80", "example.com"),
+        ("HTTPS://Shop.Example:443/a?b", "shop.example", "https://shop.example", "shop.example"),
         ("http://127.0.0.9:1234/", "127.0.0.9", "http://127.0.0.9:1234", "127.0.0.9"),
         ("http://[::1]:8443/p", "::1", "http://[::1]:8443", "::1"),
-        ("https://[2001:db8::1]/", "2001:db8::1", "https://[2001:db8::1]:443", "2001:db8::1"),
+        ("https://[2001:db8::1]/", "2001:db8::1", "https://[2001:db8::1]", "2001:db8::1"),
     ],
 )
 def test_host_origin_site_of_url(url: str, host: str, origin: str, site: str) -> None:

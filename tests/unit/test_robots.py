@@ -10,7 +10,6 @@ from trawl.errors import DataError
 from trawl.politeness.robots import (
     RobotsRules,
     RobotsStatus,
-    origin_of,
     robots_from_response,
     robots_redirect_target,
     robots_url,
@@ -271,14 +270,9 @@ def test_from_json_rejects_damaged_records(data: dict[str, object]) -> None:
         RobotsRules.from_json(data)
 
 
-def test_robots_url_and_origin() -> None:
+def test_robots_url() -> None:
     assert robots_url("https://shop.example") == "https://shop.example/robots.txt"
     assert robots_url("http://a.example:8080/") == "http://a.example:8080/robots.txt"
-    assert origin_of("HTTPS://Shop.Example:443/a?b") == "https://shop.example"
-    assert origin_of("http://shop.example:8080/a") == "http://shop.example:8080"
-    assert origin_of("http://[::1]:8080/a") == "http://[::1]:8080"
-    with pytest.raises(ValueError, match="no http"):
-        origin_of("ftp://shop.example/")
 
 
 def test_redirect_followed_relative_and_absolute() -> None:

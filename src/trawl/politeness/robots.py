@@ -174,23 +174,6 @@ def _as_str(value: object) -> str:
     return value
 
 
-def origin_of(url: str) -> str:
-    """The origin `scheme://host[:port]` of an http(s) URL, default ports left out.
-
-    Raises ValueError for a URL that is not absolute http(s).
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname
-    if scheme not in _DEFAULT_PORTS or not host:
-        raise ValueError(f"no http(s) origin in {url!r}")
-    port = parts.port  # raises ValueError on a bad port
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None and port != _DEFAULT_PORTS[scheme]:
-        netloc = f"{netloc}:{port}"
-    return f"{scheme}://{netloc}"
-
-
 def robots_url(origin: str) -> str:
     """The robots.txt URL of an origin such as "https://example.com:8443" (RFC 9309 2.3)."""
     return origin.rstrip("/") + "/robots.txt"

@@ -73,11 +73,14 @@ def host_of(url: str) -> str:
 
 
 def origin_of(url: str) -> str:
-    """ "scheme://host:port" with the port always explicit, e.g. "http://example.com:80"."""
+    """The origin "scheme://host[:port]", default ports left out ("http://example.com").
+
+    robots.txt applies per origin (RFC 9309 2.3); this is the key of its cache.
+    """
     scheme, host, port = _split_authority(url)
     if ":" in host:
         host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
+    return f"{scheme}://{host}" if port == _DEFAULT_PORTS[scheme] else f"{scheme}://{host}:{port}"
 
 
 def site_of(url: str) -> str:

@@ -1,0 +1,361 @@
+"""WARC files on local disk: append encoded records, read one back by storage key, recover.
+
+How this works:
+
+- `encode_response_record` (warc_record.py) does the CPU work (digests, gzip) off the event
+  loop; `WarcWriter.append` only writes the finished member at the end of the current file and
+  returns a storage key `"<file>:<offset>:<length>"`, the byte slice holding that one member.
+- Each writer opens new files only (`open(..., "xb")`): a restart never appends to a file an
+  earlier process may have left with a torn tail. Names carry time, sequence, pid and a random
+  token, so two processes sharing a directory cannot collide.
+- Durability rule: the caller calls `sync()` before committing page records whose keys point
+  into the file. Rotation syncs the old file before closing it, so keys into it stay valid.
+- After a crash, `recover_tail` cuts a torn last member off the newest files; it hops over
+  members using the gzip "sl" length field and inflates only the tail to check it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
+
+from isal import isal_zlib
+
+from trawl import __version__
+from trawl.errors import DataError, UsageError
+from trawl.store.warc_record import (
+    INFLATE_ERROR,
+    MEMBER_HEAD_BYTES,
+    EncodedRecord,
+    StoredBody,
+    encode_warcinfo_record,
+    gunzip_member,
+    member_length_from_head,
+    parse_record,
+    parse_response,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+SUFFIX = ".warc.gz"
+DEFAULT_SOFTWARE = f"trawl/{__version__}"
+DEFAULT_MAX_FILE_BYTES = 1_000_000_000
+# recover_tail inflates and checks the members in this many bytes before the end; whatever
+# was not yet fsynced at a crash lies there (callers sync at least every commit).
+DEFAULT_CHECK_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StorageKey:
+    """Where one record lives: a file name relative to the WARC directory, offset, length."""
+
+    file: str
+    offset: int
+    length: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.offset}:{self.length}"
+
+
+def parse_storage_key(key: str) -> StorageKey:
+    """Parse `"<file>:<offset>:<length>"`; raises DataError when malformed."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        raise DataError(f"storage key {key!r} is not <file>:<offset>:<length>")
+    name, offset, length = parts[0], int(parts[1]), int(parts[2])
+    if not name or "/" in name or "\\" in name or name.startswith(".") or length == 0:
+        raise DataError(f"storage key {key!r} names no record in the WARC directory")
+    return StorageKey(name, offset, length)
+
+
+@dataclass(frozen=True, slots=True)
+class WarcWriterStats:
+    files_opened: int
+    records: int
+    bytes_written: int
+    current_file: str
+    current_bytes: int
+
+
+class WarcWriter:
+    """Appends encoded records to rotating WARC files in `directory`.
+
+    Not thread-safe: one owner (the event loop thread) calls append/sync/close. `append` is one
+    write() syscall; compression happens before, in `encode_response_record`.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        prefix: str = "trawl",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        software: str = DEFAULT_SOFTWARE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_file_bytes <= 0:
+            raise UsageError(f"max_file_bytes must be > 0, got {max_file_bytes}")
+        if not prefix or any(c in prefix for c in "/\\:"):
+            raise UsageError(f"WARC prefix {prefix!r} must be a plain name without ':' or '/'")
+        self._dir = directory
+        self._prefix = prefix
+        self._max_file_bytes = max_file_bytes
+        self._software = software
+        self._clock = clock
+        self._token = f"{os.getpid()}-{secrets.token_hex(2)}"
+        self._seq = 0
+        self._records = 0
+        self._bytes = 0
+        self._file: BinaryIO | None = None
+        self._name = ""
+        self._size = 0
+        self._records_in_file = 0
+        self._dir_dirty = False
+        self._closed = False
+        directory.mkdir(parents=True, exist_ok=True)
+        self._open_next()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._name} at {self._size} bytes"
+        return f"<WarcWriter {self._dir} {state}, {self._records} records>"
+
+    def __enter__(self) -> WarcWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def current_file(self) -> str:
+        return self._name
+
+    def stats(self) -> WarcWriterStats:
+        return WarcWriterStats(self._seq, self._records, self._bytes, self._name, self._size)
+
+    def append(self, record: EncodedRecord) -> str:
+        """Write `record` at the end of the current file; returns its storage key.
+
+        Rotates first when the record would push the file past max_file_bytes (a file holding
+        only its warcinfo takes any record). Raises DataError when the disk write fails.
+        """
+        if self._closed:
+            raise UsageError("WarcWriter.append after close()")
+        data = record.data
+        if self._size + len(data) > self._max_file_bytes and self._records_in_file > 0:
+            self._rotate()
+        offset = self._size
+        self._write(data)
+        self._records += 1
+        self._records_in_file += 1
+        return f"{self._name}:{offset}:{len(data)}"
+
+    def sync(self) -> None:
+        """Flush the current file (and its directory entry, if new) to stable storage."""
+        if self._file is None:
+            return
+        try:
+            os.fsync(self._file.fileno())
+            if self._dir_dirty:
+                _fsync_dir(self._dir)
+                self._dir_dirty = False
+        except OSError as exc:
+            raise DataError(f"{self._dir / self._name}: fsync failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Sync and close the current file; idempotent."""
+        if self._closed:
+            return
+        self.sync()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._closed = True
+
+    def _rotate(self) -> None:
+        # Keys already handed out point into this file: make it durable before leaving it.
+        self.sync()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._open_next()
+
+    def _open_next(self) -> None:
+        now = self._clock()
+        self._seq += 1
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+        name = f"{self._prefix}-{stamp}-{self._seq:05d}-{self._token}{SUFFIX}"
+        path = self._dir / name
+        try:
+            # Unbuffered: each append is one write() of a whole member, nothing held back.
+            self._file = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open across calls
+        except OSError as exc:
+            raise DataError(f"{path}: cannot create WARC file: {exc}") from exc
+        self._name, self._size, self._records_in_file = name, 0, 0
+        self._dir_dirty = True
+        info = encode_warcinfo_record(filename=name, created_at=now, software=self._software)
+        self._write(info.data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._file is not None
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._file.write(view)
+                view = view[written or 0 :]
+        except OSError as exc:
+            self._undo_partial_write()
+            raise DataError(f"{self._dir / self._name}: write failed: {exc}") from exc
+        self._size += len(data)
+        self._bytes += len(data)
+
+    def _undo_partial_write(self) -> None:
+        # Keep the file a clean sequence of members so later appends stay readable.
+        assert self._file is not None
+        try:
+            self._file.truncate(self._size)
+            self._file.seek(self._size)
+        except OSError:
+            # The file is in an unknown state: stop writing to it; recover_tail fixes it.
+            self._file.close()
+            self._file = None
+            self._closed = True
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_record(directory: Path, key: str) -> StoredBody:
+    """Read the response record at storage `key` under `directory`.
+
+    Raises DataError when the key is malformed, the file or slice is missing, or the slice is
+    not one intact gzip member holding a WARC response record.
+    """
+    sk = parse_storage_key(key)
+    path = directory / sk.file
+    try:
+        with open(path, "rb") as f:
+            f.seek(sk.offset)
+            data = f.read(sk.length)
+    except OSError as exc:
+        raise DataError(f"storage key {key!r}: cannot read {path}: {exc}") from exc
+    if len(data) != sk.length:
+        raise DataError(f"storage key {key!r}: {path} ends {sk.length - len(data)} bytes short")
+    try:
+        return parse_response(gunzip_member(data))
+    except DataError as exc:
+        raise DataError(f"storage key {key!r}: {exc}") from None
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, int, StoredBody]]:
+    """Yield (offset, length, body) for each response record in one WARC.gz file.
+
+    Other record types (warcinfo, request) are skipped. Raises DataError at the first damaged
+    member, naming its offset; run `recover_tail` first to cut a torn tail.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        pos = 0
+        while pos < size:
+            found = _member_at(f, pos, size)
+            if found is None:
+                raise DataError(f"{path}:{pos}: damaged or cut-off gzip member")
+            length, raw = found
+            if raw is None:
+                f.seek(pos)
+                raw = _inflate_checked(f.read(length), path, pos)
+            headers, _block = _parse_checked(raw, path, pos)
+            if headers.get("WARC-Type") == "response":
+                yield pos, length, parse_response(raw)
+            pos += length
+
+
+def recover_tail(path: Path, *, check_bytes: int | None = DEFAULT_CHECK_BYTES) -> int:
+    """Cut a torn or garbage tail off a WARC.gz file; returns the number of bytes removed.
+
+    Hops over members by their "sl" length, then fully inflates and parses every member that
+    starts within `check_bytes` of the end (None: all of them) and cuts at the first bad one.
+    """
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        members: list[tuple[int, int]] = []
+        pos = 0
+        while pos < size:
+            found = _member_at(f, pos, size)
+            if found is None:
+                break
+            members.append((pos, found[0]))
+            pos += found[0]
+        good_end = pos
+        check_from = 0 if check_bytes is None else good_end - check_bytes
+        for start, length in members:
+            if start + length <= check_from:
+                continue
+            f.seek(start)
+            try:
+                parse_record(gunzip_member(f.read(length)))
+            except DataError:
+                good_end = start
+                break
+        if good_end < size:
+            f.truncate(good_end)
+            os.fsync(f.fileno())
+    return size - good_end
+
+
+def _member_at(f: BinaryIO, pos: int, size: int) -> tuple[int, bytes | None] | None:
+    """Length of the gzip member at `pos` (and its inflated bytes if they had to be read).
+
+    Uses the "sl" field when present; otherwise inflates to find the member's end. None when
+    there is no intact member at `pos` (garbage or cut off).
+    """
+    f.seek(pos)
+    head = f.read(MEMBER_HEAD_BYTES)
+    length = member_length_from_head(head)
+    if length is not None:
+        return (length, None) if length >= MEMBER_HEAD_BYTES and pos + length <= size else None
+    if not head.startswith(b"\x1f\x8b\x08"):
+        return None
+    return _inflate_one(f, pos)
+
+
+def _inflate_one(f: BinaryIO, pos: int) -> tuple[int, bytes] | None:
+    # Members from other writers carry no length: inflate until the deflate stream ends.
+    d = isal_zlib.decompressobj(wbits=31)
+    f.seek(pos)
+    consumed = 0
+    out: list[bytes] = []
+    try:
+        while not d.eof:
+            chunk = f.read(_READ_CHUNK)
+            if not chunk:
+                return None
+            consumed += len(chunk)
+            out.append(d.decompress(chunk))
+    except INFLATE_ERROR:
+        return None
+    return consumed - len(d.unused_data), b"".join(out)
+
+
+def _inflate_checked(data: bytes, path: Path, pos: int) -> bytes:
+    try:
+        return gunzip_member(data)
+    except DataError as exc:
+        raise DataError(f"{path}:{pos}: {exc}") from None
+
+
+def _parse_checked(raw: bytes, path: Path, pos: int) -> tuple[dict[str, str], bytes]:
+    try:
+        return parse_record(raw)
+    except DataError as exc:
+        raise DataError(f"{path}:{pos}: {exc}") from None

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from trawl.seen.bloom import BloomFilter
+
+
+def _h(i: int) -> str:
+    return hashlib.sha256(str(i).encode()).hexdigest()[:32]
+
+
+def test_no_false_new_and_about_the_configured_false_seen_rate() -> None:
+    bloom = BloomFilter(20_000, 0.01)
+    for i in range(20_000):
+        assert bloom.add_if_new(_h(i)) or _h(i) in bloom
+    assert all(_h(i) in bloom for i in range(20_000))  # never a false "new"
+    false_seen = sum(_h(i) in bloom for i in range(20_000, 40_000))
+    assert false_seen / 20_000 < 0.02
+
+
+def test_round_trip_keeps_members_across_processes_hash_salt() -> None:
+    bloom = BloomFilter(1000, 0.01)
+    for i in range(500):
+        bloom.add(_h(i))
+    loaded = BloomFilter.from_bytes(bloom.to_bytes())
+    assert all(_h(i) in loaded for i in range(500))
+    assert loaded.capacity == 1000
+
+
+def test_damaged_checkpoint_raises_value_error() -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 - any ValueError subtype is fine here
+        BloomFilter.from_bytes(b"garbage without header")
+
+
+def test_about_ten_bits_per_url_at_one_percent() -> None:
+    bloom = BloomFilter(1_000_000, 0.01)
+    assert 9.0 <= bloom.size_bytes * 8 / 1_000_000 <= 10.5

@@ -1,0 +1,110 @@
+"""The frontier's pure scheduling core: ready times, lines and one-task-per-site."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trawl.frontier.site_schedule import SiteSchedule
+from trawl.model import Line
+
+
+def test_site_is_not_handed_out_before_its_ready_time() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW, 1, ready_at=10.0)
+    assert s.pop_ready(9.99) is None
+    assert s.next_ready_at() == 10.0
+    assert s.pop_ready(10.0) == "a.test"
+
+
+def test_busy_site_is_never_handed_out_twice() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW, 5)
+    assert s.pop_ready(0.0) == "a.test"
+    s.add_work("a.test", Line.FAST, 1)  # more work while busy must not re-queue it
+    assert s.pop_ready(100.0) is None
+    s.release("a.test", ready_at=101.0)
+    assert s.pop_ready(100.5) is None
+    assert s.pop_ready(101.0) == "a.test"
+
+
+def test_release_of_a_free_site_is_a_bug() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW)
+    with pytest.raises(ValueError, match="not busy"):
+        s.release("a.test", 1.0)
+
+
+def test_fast_line_served_first_but_slow_line_not_starved() -> None:
+    s = SiteSchedule(fast_share=0.75)
+    for i in range(40):
+        s.add_work(f"fast{i}.test", Line.FAST)
+        s.add_work(f"slow{i}.test", Line.SLOW)
+    picks = [s.pop_ready(0.0) for _ in range(40)]
+    fast = sum(1 for p in picks if p is not None and p.startswith("fast"))
+    assert fast == 30  # exactly the configured share while both lines have ready sites
+    assert picks[0] is not None and picks[0].startswith("fast")
+
+
+def test_site_without_work_is_dropped_when_it_surfaces() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW, 1)
+    assert s.pop_ready(0.0) == "a.test"
+    s.take_work("a.test", Line.SLOW)
+    s.release("a.test", 1.0)
+    assert s.pop_ready(5.0) is None
+    assert s.next_ready_at() is None
+    assert s.forget_idle() == 1
+    assert s.stats().sites == 0
+
+
+def test_taking_more_work_than_queued_is_a_bug() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.FAST, 1)
+    with pytest.raises(ValueError, match="taking 2"):
+        s.take_work("a.test", Line.FAST, 2)
+
+
+def test_delay_moves_a_waiting_site_later_only() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW, 1, ready_at=5.0)
+    s.delay("a.test", 3.0)  # earlier: ignored
+    assert s.next_ready_at() == 5.0
+    s.delay("a.test", 8.0)
+    assert s.pop_ready(6.0) is None
+    assert s.pop_ready(8.0) == "a.test"
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 9), st.sampled_from(list(Line)), st.floats(0, 50)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_handed_out_sites_are_ready_and_never_busy(adds: list[tuple[int, Line, float]]) -> None:
+    s = SiteSchedule()
+    ready_at: dict[str, float] = {}
+    for n, line, at in adds:
+        site = f"s{n}.test"
+        if site not in ready_at:
+            ready_at[site] = at
+        s.add_work(site, line, 1, ready_at=at)
+    busy: set[str] = set()
+    now = 0.0
+    while now <= 60.0:
+        site = s.pop_ready(now)
+        if site is None:
+            now += 1.0
+            continue
+        assert site not in busy
+        assert ready_at[site] <= now
+        busy.add(site)
+        line = s.best_line(site)
+        assert line is not None
+        s.take_work(site, line)
+        ready_at[site] = now + 1.0
+        s.release(site, now + 1.0)
+        busy.discard(site)
+    assert s.stats().queued_fast + s.stats().queued_slow == 0
