@@ -135,8 +135,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
     rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
     out.write(
         f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
-        f"robots.txt {st.robots_fetches}, sites {s.sites}, {rate:.1f} pages/s over {s.elapsed_s:.1f}s, "
-        f"left in queue {s.queued_left}\n"
+        f"robots.txt {st.robots_fetches}, sites {s.sites}, "
+        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, left in queue {s.queued_left}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
         f"skipped {dict(sorted(st.skipped.items()))}\n"
     )

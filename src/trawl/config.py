@@ -123,6 +123,8 @@ class Settings:
             raise ConfigError("seen.false_positive_rate must be between 0 and 1")
         if not 0 <= self.frontier.fast_share <= 1:
             raise ConfigError("frontier.fast_share must be between 0 and 1")
+        if not -1 <= self.storage.warc_compress_level <= 3:
+            raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         return self
 
 

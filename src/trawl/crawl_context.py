@@ -94,6 +94,8 @@ class CrawlContext:
         self.sites: dict[str, SiteState] = {}
         self._dirty_sites: set[str] = set()
         self._busy: set[str] = set()
+        # Sites whose robots.txt was unreachable: their URLs wait for a robots retry.
+        self.blocked_sites: set[str] = set()
         self.started_at = clock.now()
         self.pages_started = 0
         self.in_flight = 0
@@ -161,8 +163,15 @@ class CrawlContext:
         return max_pages > 0 and self.pages_started >= max_pages
 
     def is_finished(self) -> bool:
-        """The frontier is empty and nothing is in flight."""
-        return self.in_flight == 0 and self.frontier.queued() == 0
+        """Nothing in flight and nothing queued but URLs waiting on an unreachable robots.txt.
+
+        Those stay queued (a rerun or a continuous crawl retries them); a one-shot crawl
+        does not sit out robots retry waits of up to an hour.
+        """
+        if self.in_flight:
+            return False
+        waiting = sum(self.frontier.queued_for(site) for site in self.blocked_sites)
+        return self.frontier.queued() == waiting
 
     async def run_cpu(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.cpu_pool, fn, *args)
@@ -209,6 +218,7 @@ class CrawlContext:
             self.checkpoint()
         finally:
             await self.fetcher.close()
+            await self.fetcher.resolver.close()
             self.cpu_pool.shutdown(wait=True, cancel_futures=True)
             self.warc.close()
             self.conn.close()

@@ -6,40 +6,46 @@ crawl reaches it only through a hosts file, so nothing leaves the machine.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trawl.cli import print_summary, run_crawl
 from trawl.config import Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
-from trawl.testweb.process import TestWebProcess  # noqa
+from trawl.testweb.process import TestWebProcess
+
+if TYPE_CHECKING:
+    import argparse
 
 DEMO_CONTACT = "https://trawl.invalid/demo-contact"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     data = args.data.resolve()
-    with tempfile.TemporaryDirectory(prefix="trawl-testweb-") as tmp:
-        with TestWebProcess(
-            n_sites=args.sites, pages_per_site=args.pages, seed=args.seed, workdir=Path(tmp)
-        ) as web:
-            settings = with_overrides(
-                Settings(),
-                crawl={"contact_url": DEMO_CONTACT, "max_time_s": args.max_time},
-                network={"hosts_file": str(web.hosts_file)},
-            )
-            seeds = [(u, "demo seed") for u in web.seeds]
-            out = sys.stderr
-            out.write(
-                f"trawl demo: test web of {args.sites} sites x {args.pages} pages on loopback "
-                f"port {web.port}; crawling into {data}\n"
-            )
-            summary = asyncio.run(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
-            requests = web.requests()
-            violations = check_politeness(requests, **web.web.politeness_inputs())
+    with (
+        tempfile.TemporaryDirectory(prefix="trawl-testweb-") as tmp,
+        TestWebProcess(
+            sites=args.sites, pages=args.pages, seed=args.seed, workdir=Path(tmp)
+        ) as web,
+    ):
+        settings = with_overrides(
+            Settings(),
+            crawl={"contact_url": DEMO_CONTACT, "max_time_s": args.max_time},
+            network={"hosts_file": str(web.hosts_file)},
+        )
+        seeds = [(u, "demo seed") for u in web.seeds]
+        out = sys.stderr
+        out.write(
+            f"trawl demo: test web of {args.sites} sites x {args.pages} pages on loopback "
+            f"port {web.port}; crawling into {data}\n"
+        )
+        summary = asyncio.run(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
+        web.stop()  # the server logs a request just after answering it: flush the log
+        requests = web.requests()
+        violations = check_politeness(requests, **web.web.politeness_inputs())
     print_summary(summary, sys.stdout)
     print(f"test web saw {len(requests)} requests; politeness violations: {len(violations)}")
     for v in violations[:10]:

@@ -94,6 +94,7 @@ class PageOutcomes:
             x_robots_tag=tuple(v for k, v in result.headers if k.lower() == "x-robots-tag"),
             agent_token=self.ctx.agent_token,
             store_body=True,
+            warc_level=self.ctx.settings.storage.warc_compress_level,
         )
 
     def _follow_redirect(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:

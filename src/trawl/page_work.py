@@ -14,6 +14,7 @@ from trawl.errors import InvalidUrl
 from trawl.parse.links import extract_links
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.store.warc_record import (
+    DEFAULT_LEVEL,
     EncodedRecord,
     encode_response_record,
     rewrite_head_for_decoded,
@@ -41,6 +42,7 @@ class PageInput:
     x_robots_tag: tuple[str, ...]
     agent_token: str
     store_body: bool
+    warc_level: int = -1  # -1: the encoder's measured default
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,7 @@ def process_page(page: PageInput) -> PageOutput:
             http_head=head,
             payload=page.body,
             truncated=page.truncated,
+            level=DEFAULT_LEVEL if page.warc_level < 0 else page.warc_level,
         )
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     return PageOutput(content_hash(page.body), record, links, noindex, nofollow, bad)

@@ -7,6 +7,7 @@ The caller holds the site (frontier.site_schedule hands a site to one task at a 
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from trawl.errors import FetchError
@@ -51,6 +52,7 @@ class SiteRequests:
                 await self.fetch_robots(state, origin, rules)
                 return None
             if rules.status is RobotsStatus.UNREACHABLE:
+                ctx.blocked_sites.add(site)
                 return None  # fresh until retry_at; the clock already waits for it
             if not rules.is_allowed(queued.item.url, ctx.agent_token):
                 ctx.frontier.drop(queued)
@@ -104,9 +106,17 @@ class SiteRequests:
                 retry_max_s=s.robots_retry_max_s,
                 max_bytes=s.robots_max_bytes,
             )
+            await asyncio.get_running_loop().run_in_executor(None, rules.prepare)
             state.set_robots(rules, ctx.agent_token)
+            # The clock finished this request before the Crawl-delay was known: re-apply it.
+            now = ctx.clock.now()
+            gap_end = now + state.clock.gap_s(ctx.clock_policy)
+            state.clock.next_allowed_at = max(state.clock.next_allowed_at, gap_end)
             if rules.retry_at is not None:
                 state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
+                ctx.blocked_sites.add(state.site)
+            else:
+                ctx.blocked_sites.discard(state.site)
             ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
             ctx.mark_dirty(state.site)
             return

@@ -44,7 +44,8 @@ def test_fast_line_served_first_but_slow_line_not_starved() -> None:
     picks = [s.pop_ready(0.0) for _ in range(40)]
     fast = sum(1 for p in picks if p is not None and p.startswith("fast"))
     assert fast == 30  # exactly the configured share while both lines have ready sites
-    assert picks[0] is not None and picks[0].startswith("fast")
+    assert picks[0] is not None
+    assert picks[0].startswith("fast")
 
 
 def test_site_without_work_is_dropped_when_it_surfaces() -> None:

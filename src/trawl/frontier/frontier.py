@@ -123,6 +123,9 @@ class Frontier:
         s = self._schedule.stats()
         return s.queued_fast + s.queued_slow
 
+    def queued_for(self, site: str) -> int:
+        return self._schedule.queued(site)
+
     def open_leases(self) -> int:
         return len(self._leases)
 

@@ -1,0 +1,389 @@
+"""The HTTP fetcher: one GET per call, capped in time and size, failures as results.
+
+How this works:
+- `fetch` resolves the host through the shared CachingResolver and applies the SSRF guard
+  *before* connecting, then pins that (host, ip) in a context variable that the connector's
+  resolver (`AiohttpResolver`, with aiohttp's own DNS cache off) answers from, so aiohttp
+  connects to exactly the address that was checked. IP-literal URLs never reach aiohttp's
+  resolver, which is another reason the check happens here.
+- One `asyncio.timeout(total_timeout_s)` covers queueing for a connection, connect, headers
+  and body: a total deadline, so a server dripping one byte a second is cut at the deadline.
+- aiohttp does not decompress (`auto_decompress=False`); the raw body is counted against
+  `max_body_bytes` (hit: stop, keep what was read, `truncated=True`) and fed to a BodyDecoder
+  capped at `max_decoded_bytes` (hit: the `too_big` failure).
+- Bodies are read only for stored types (HTML) or `read_any_type=True` (robots.txt); any
+  other response is closed unread, dropping the connection rather than draining a video.
+- Redirects are not followed: a 3xx is returned with its Location header for the frontier.
+- Known web failures become a FetchResult with `status=0`, `error_kind` and `error`; the
+  invariant is `status == 0` if and only if `error_kind is not None`. CancelledError and
+  programming errors propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self
+from urllib.parse import urlsplit
+
+import aiohttp
+import yarl
+from aiohttp import http_exceptions
+
+from trawl.errors import ConfigError, FetchError
+from trawl.fetch.decode import BodyDecoder
+from trawl.fetch.dns import AiohttpResolver, pinned_address
+from trawl.fetch.ssrf import check_address
+from trawl.model import FetchResult
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
+
+    from trawl.fetch.dns import CachingResolver
+
+MIB = 1024 * 1024
+DEFAULT_STORED_TYPES = ("text/html", "application/xhtml+xml")
+ACCEPT_ENCODING = "gzip, deflate, br"
+_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
+_MAX_ERROR_CHARS = 300  # aiohttp quotes the offending bytes: a 20 KB header stays out of records
+
+
+def build_user_agent(version: str, contact_url: str) -> str:
+    """`trawl/<version> (+<contact URL>)`; raises ConfigError unless the URL is http(s)."""
+    parts = urlsplit(contact_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"contact URL {contact_url!r} must be an http(s) URL")
+    return f"trawl/{version} (+{contact_url.strip()})"
+
+
+def _decode_header(raw: bytes) -> str:
+    # UTF-8 keeps a Location with non-ASCII characters usable; Latin-1 never fails.
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _raw_headers_block(resp: aiohttp.ClientResponse) -> bytes:
+    """The status line and header lines as received, ending in CRLF CRLF (for WARC)."""
+    version = resp.version or aiohttp.HttpVersion11
+    reason = (resp.reason or "").encode("latin-1", "replace")
+    lines = [b"HTTP/%d.%d %d %s" % (version.major, version.minor, resp.status, reason)]
+    lines.extend(name + b": " + value for name, value in resp.raw_headers)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
+    connection = resp.connection
+    transport = connection.transport if connection is not None else None
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if peer else None
+
+
+def _discard_body(resp: aiohttp.ClientResponse) -> None:
+    """Leave the body unread: keep the connection only if the body was already complete."""
+    if resp.content.is_eof():
+        resp.release()  # 304s, bodiless redirects: nothing left to drain, keep-alive holds
+    else:
+        resp.close()  # drop the connection rather than drain a video
+
+
+def _mime_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    """Map a known web failure to (error_kind, message); the message is one short line."""
+    message = " ".join(str(exc).split())[:_MAX_ERROR_CHARS] or type(exc).__name__
+    if isinstance(exc, FetchError):
+        return exc.kind, message
+    if isinstance(exc, TimeoutError):
+        return "timeout", "total deadline passed"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "dns", message
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
+        return "connect", message
+    if isinstance(exc, aiohttp.InvalidURL):
+        return "invalid_url", message
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        # A body cut short by the peer is a reset; bad chunk framing is a protocol error.
+        cause = exc.__cause__
+        if isinstance(cause, http_exceptions.ContentLengthError):
+            return "reset", message
+        return "protocol", message
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return "protocol", message  # unparsable status line or headers, headers over the cap
+    if isinstance(
+        exc, aiohttp.ServerDisconnectedError | ConnectionResetError | aiohttp.ClientOSError
+    ):
+        return "reset", message
+    return "protocol", message
+
+
+# The failures a hostile or broken web can cause; anything else is our bug and propagates.
+_WEB_FAILURES = (FetchError, TimeoutError, aiohttp.ClientError, OSError)
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """What one fetch learned so far; written only by the task running that fetch."""
+
+    url: str
+    started_at: float
+    start_s: float
+    ip: str | None = None
+    status: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+    raw_headers_block: bytes = b""
+    body: bytes | None = None
+    truncated: bool = False
+    raw_bytes: int = 0
+    error_kind: str | None = None  # set for failures found after the response arrived
+    error: str | None = None
+
+    def result(self) -> FetchResult:
+        failed = self.error_kind is not None
+        return FetchResult(
+            url=self.url,
+            status=0 if failed else self.status,
+            headers=self.headers,
+            body=None if failed else self.body,
+            started_at=self.started_at,
+            elapsed_s=time.monotonic() - self.start_s,
+            ip=self.ip,
+            truncated=self.truncated,
+            error_kind=self.error_kind,
+            error=self.error,
+            raw_headers_block=self.raw_headers_block,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherStats:
+    fetches: int
+    in_flight: int
+    failures: int
+    bytes_read: int
+
+
+class Fetcher:
+    """GET pages over a shared keep-alive pool; see the module docstring for the rules.
+
+    The CachingResolver is shared, not owned: `close()` leaves it open.
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        resolver: CachingResolver,
+        allow_private: bool = False,
+        total_timeout_s: float = 10.0,
+        max_body_bytes: int = 10 * MIB,
+        max_decoded_bytes: int = 50 * MIB,
+        max_header_bytes: int = 16 * 1024,
+        max_headers: int = 128,
+        stored_types: tuple[str, ...] = DEFAULT_STORED_TYPES,
+        max_connections: int = 2000,
+    ) -> None:
+        self.user_agent = user_agent
+        self.resolver = resolver
+        self.allow_private = allow_private
+        self.total_timeout_s = total_timeout_s
+        self.max_body_bytes = max_body_bytes
+        self.max_decoded_bytes = max_decoded_bytes
+        self.max_header_bytes = max_header_bytes
+        self.max_headers = max_headers
+        self.stored_types = tuple(t.lower() for t in stored_types)
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._fetches = 0
+        self._in_flight = 0
+        self._failures = 0
+        self._bytes_read = 0
+
+    def __repr__(self) -> str:
+        s = self.stats()
+        return (
+            f"<Fetcher fetches={s.fetches} in_flight={s.in_flight} failures={s.failures} "
+            f"bytes_read={s.bytes_read}>"
+        )
+
+    def stats(self) -> FetcherStats:
+        return FetcherStats(
+            fetches=self._fetches,
+            in_flight=self._in_flight,
+            failures=self._failures,
+            bytes_read=self._bytes_read,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def resolve(self, host: str) -> str:
+        """The IP a fetch of `host` would use; raises FetchError("dns") or BlockedAddress."""
+        ip = await self.resolver.resolve(host)
+        check_address(
+            host, ip, mapped=self.resolver.is_mapped(host), allow_private=self.allow_private
+        )
+        return ip
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        read_any_type: bool = False,
+        max_body_bytes: int | None = None,
+        ip: str | None = None,
+    ) -> FetchResult:
+        """GET `url` without following redirects; web failures come back as results.
+
+        `ip`, if given, is the address from an earlier `resolve(host)` (it is checked
+        again); otherwise the host is resolved here. `max_body_bytes` overrides the
+        fetcher's raw body cap for this call (robots.txt uses 500 KiB).
+        """
+        exchange = _Exchange(url=url, started_at=time.time(), start_s=time.monotonic())
+        self._fetches += 1
+        self._in_flight += 1
+        try:
+            async with asyncio.timeout(self.total_timeout_s):
+                await self._exchange(
+                    exchange,
+                    headers=headers,
+                    read_any_type=read_any_type,
+                    max_body_bytes=self.max_body_bytes
+                    if max_body_bytes is None
+                    else max_body_bytes,
+                    ip=ip,
+                )
+        except _WEB_FAILURES as exc:
+            exchange.error_kind, exchange.error = _classify(exc)
+        finally:
+            self._in_flight -= 1
+            self._bytes_read += exchange.raw_bytes
+        if exchange.error_kind is not None:
+            self._failures += 1
+        return exchange.result()
+
+    async def _exchange(
+        self,
+        exchange: _Exchange,
+        *,
+        headers: Mapping[str, str] | None,
+        read_any_type: bool,
+        max_body_bytes: int,
+        ip: str | None,
+    ) -> None:
+        try:
+            target = yarl.URL(exchange.url, encoded=_is_plain_ascii(exchange.url))
+        except ValueError as exc:
+            raise aiohttp.InvalidURL(exchange.url, str(exc)) from exc
+        host = target.raw_host
+        if not host or target.scheme not in ("http", "https"):
+            raise aiohttp.InvalidURL(exchange.url)
+        if ip is None:
+            ip = await self.resolve(host)
+        else:
+            check_address(
+                host, ip, mapped=self.resolver.is_mapped(host), allow_private=self.allow_private
+            )
+        exchange.ip = ip
+        token = pinned_address.set((host.rstrip(".").lower(), ip))
+        try:
+            session = self._ensure_session()
+            async with session.get(
+                target, headers=self._request_headers(headers), allow_redirects=False
+            ) as resp:
+                exchange.ip = _peer_ip(resp) or ip
+                exchange.status = resp.status
+                exchange.headers = tuple(
+                    (_decode_header(k), _decode_header(v)) for k, v in resp.raw_headers
+                )
+                exchange.raw_headers_block = _raw_headers_block(resp)
+                mime = _mime_type(resp.headers.get("Content-Type"))
+                if not (read_any_type or mime in self.stored_types):
+                    _discard_body(resp)
+                    return
+                await self._read_body(exchange, resp, max_body_bytes)
+        finally:
+            pinned_address.reset(token)
+
+    async def _read_body(
+        self, exchange: _Exchange, resp: aiohttp.ClientResponse, max_body_bytes: int
+    ) -> None:
+        decoder = BodyDecoder(resp.headers.get("Content-Encoding"), self.max_decoded_bytes)
+        while not decoder.is_stopped:
+            chunk = await resp.content.readany()
+            if not chunk:
+                break
+            room = max_body_bytes - exchange.raw_bytes
+            if len(chunk) > room:
+                chunk = chunk[:room]
+                exchange.truncated = True
+            exchange.raw_bytes += len(chunk)
+            decoder.feed(chunk)
+            if exchange.truncated:
+                break
+        if exchange.truncated or decoder.is_stopped:
+            resp.close()  # the rest of the body is unwanted; this connection can't be reused
+        body = decoder.finish(expect_end=not exchange.truncated)
+        if decoder.too_big:
+            exchange.error_kind = "too_big"
+            exchange.error = f"body decodes to more than {self.max_decoded_bytes} bytes"
+        elif decoder.error is not None:
+            exchange.error_kind, exchange.error = "decode", decoder.error
+        exchange.body = body
+
+    def _request_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {
+            "User-Agent": self.user_agent,
+            "Accept": _ACCEPT,
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        # Built on first use so it binds to the running loop (aiohttp requires one).
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections,
+                limit_per_host=0,
+                use_dns_cache=False,  # every connection asks our resolver: one cache, one answer
+                resolver=AiohttpResolver(self.resolver, allow_private=self.allow_private),
+                family=socket.AF_UNSPEC,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None),  # our asyncio.timeout is the deadline
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                max_line_size=self.max_header_bytes,
+                max_field_size=self.max_header_bytes,
+                max_headers=self.max_headers,
+            )
+        return self._session
+
+
+def _is_plain_ascii(url: str) -> bool:
+    """Send a normalised URL byte for byte; let yarl quote anything that isn't."""
+    return url.isascii() and all(33 <= ord(c) < 127 for c in url)

@@ -1,0 +1,81 @@
+"""The SSRF guard: refuse to connect to addresses that are not on the public internet.
+
+The check runs on the *resolved* address, after DNS, so a public-looking name that points at
+127.0.0.1 or 10.0.0.5 is refused too (DNS rebinding of a crawled link into our own network).
+Names the operator mapped with --resolve / --hosts-file are trusted: that is how the local
+test web is crawled. Addresses that embed an IPv4 address (IPv4-mapped, 6to4, NAT64) are
+judged by the embedded address, so ::ffff:127.0.0.1 is loopback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from trawl.errors import BlockedAddress
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# RFC 6052 well-known NAT64 prefix: the last 32 bits are an IPv4 address.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+# Refused whatever this Python's `is_global` says (its tables changed between 3.11 patch
+# releases): IETF protocol assignments, benchmarking, CGNAT, local-use NAT64 (RFC 8215).
+_ALWAYS_BLOCKED = (
+    ipaddress.IPv4Network("192.0.0.0/24"),
+    ipaddress.IPv4Network("198.18.0.0/15"),
+    ipaddress.IPv4Network("100.64.0.0/10"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+)
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def _is_public(ip: IPAddress) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.teredo is not None:
+            return False  # a tunnel endpoint, never a web server we should reach
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            return _is_public(embedded)
+        if ip.is_site_local:
+            return False
+    if any(ip in net for net in _ALWAYS_BLOCKED if net.version == ip.version):
+        return False
+    # is_global alone is not enough: multicast (224/4, ff0e::/16) counts as global.
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_private
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def is_public_address(ip: str) -> bool:
+    """True if `ip` is a unicast address on the public internet; False for non-IP text.
+
+    False for loopback, private (RFC 1918, fc00::/7), shared CGNAT (100.64/10), link-local,
+    multicast, unspecified, reserved and documentation ranges, and for IPv6 forms that embed
+    one of those.
+    """
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    return _is_public(address)
+
+
+def check_address(host: str, ip: str, *, mapped: bool, allow_private: bool) -> None:
+    """Raise BlockedAddress unless `ip` is public, `host` was mapped, or private is allowed."""
+    if mapped or allow_private or is_public_address(ip):
+        return
+    raise BlockedAddress(f"{host} resolved to {ip}, which is not a public address")

@@ -1,0 +1,60 @@
+"""`python -m trawl.testweb`: serve a test web until SIGTERM/SIGINT.
+
+Prints one JSON line when ready: {"ready": true, "port", "seeds", "hosts_file", "log", "sites"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+from trawl.testweb.server import TestWebServer
+from trawl.testweb.sites import build_web
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m trawl.testweb", description=__doc__)
+    parser.add_argument("--sites", type=int, default=60, help="number of sites (default 60)")
+    parser.add_argument("--pages", type=int, default=20, help="pages per site (default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    parser.add_argument("--log", type=Path, required=True, help="request log (JSON lines)")
+    parser.add_argument("--hosts-out", type=Path, required=True, help="hosts file to write")
+    parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    return parser.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    web = build_web(args.sites, args.pages, args.seed)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = TestWebServer(web, args.log)
+    try:
+        port = await server.start(loop, args.port)
+        args.hosts_out.write_text("\n".join(web.hosts_lines(port)) + "\n", encoding="utf-8")
+        ready = {
+            "ready": True,
+            "port": port,
+            "seeds": web.seed_urls(port),
+            "hosts_file": str(args.hosts_out),
+            "log": str(args.log),
+            "sites": len(web.sites),
+        }
+        print(json.dumps(ready), flush=True)
+        await stop.wait()
+    finally:
+        await server.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(_serve(_parse(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""The shapes of the test web: sites, their pages, and each link as it is spelled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from trawl.testweb.robots_variants import RobotsVariant, crawl_delay_s
+
+
+class PageKind(StrEnum):
+    HTML = "html"
+    PDF = "pdf"
+    REDIRECT = "redirect"
+
+
+class Form(StrEnum):
+    """How a link's URL is written."""
+
+    RELATIVE = "relative"  # "3.html", "../docs/a/3.html", "./" (same host only)
+    ABSOLUTE_PATH = "absolute_path"  # "/docs/a/3.html" (same host only)
+    ABSOLUTE_URL = "absolute_url"  # "http://site0007.test:PORT/docs/a/3.html"
+    UPPER_HOST = "upper_host"  # "http://SITE0007.TEST:PORT/docs/a/3.html"
+
+
+class Decoration(StrEnum):
+    """What is appended to a link's URL that the normaliser must drop."""
+
+    NONE = "none"
+    FRAGMENT = "fragment"  # "#sec-3"
+    TRACKING = "tracking"  # "?utm_source=x&utm_medium=y"
+    BOTH = "both"
+
+
+class Place(StrEnum):
+    NAV = "nav"
+    BODY = "body"
+    ASIDE = "aside"
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One `<a href>` on a page: its canonical target and how it is spelled."""
+
+    host: str
+    path: str
+    form: Form
+    decoration: Decoration
+    anchor: str
+    place: Place
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A canonical URL on one host; paths absent from a site answer 404."""
+
+    host: str
+    path: str
+    kind: PageKind
+    title: str = ""
+    text_seed: int = 0
+    paragraphs: int = 0
+    links: tuple[Link, ...] = ()
+    nofollow: bool = False
+    noindex: bool = False
+    base_dir: str | None = None  # <base href> directory on the same host
+    base_absolute: bool = False  # <base href> written as a full URL
+    next_path: str | None = None  # <link rel="next"> (also linked by an <a>)
+    redirect_to: str | None = None  # same-host path
+    redirect_status: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One registered domain (`site0007.test`) with its hostnames and pages."""
+
+    index: int
+    domain: str
+    hosts: tuple[str, ...]  # apex first
+    ips: tuple[str, ...]  # parallel to hosts
+    robots: RobotsVariant
+    gzip: bool
+    weight: float  # popularity: share of cross-site links pointing here
+    pages: dict[tuple[str, str], Page] = field(hash=False)
+
+    @property
+    def crawl_delay_s(self) -> float:
+        return crawl_delay_s(self.robots)
+
+    def ip_of(self, host: str) -> str:
+        return self.ips[self.hosts.index(host)]

@@ -1,0 +1,76 @@
+"""The test web's request log: one JSON object per line, one line per answered request.
+
+Fields: `t_start`/`t_end` (epoch seconds from time.time() when the request's headers were
+parsed and when the response was written), `host` (Host header without port), `site`
+(registered domain as the test web defines it, or the host when unknown), `ip` (local
+address the connection arrived on), `method`, `path` (path and query as received),
+`status`, `ua` (User-Agent) and `bytes` (body bytes sent).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLogRecord:
+    t_start: float
+    t_end: float
+    host: str
+    site: str
+    ip: str
+    method: str
+    path: str
+    status: int
+    ua: str
+    body_bytes: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+            "host": self.host,
+            "site": self.site,
+            "ip": self.ip,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "ua": self.ua,
+            "bytes": self.body_bytes,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> RequestLogRecord:
+        def num(key: str) -> float:
+            value = obj[key]
+            if not isinstance(value, int | float):
+                raise ValueError(f"request log field {key!r} is not a number: {value!r}")
+            return float(value)
+
+        return cls(
+            t_start=num("t_start"),
+            t_end=num("t_end"),
+            host=str(obj["host"]),
+            site=str(obj["site"]),
+            ip=str(obj["ip"]),
+            method=str(obj["method"]),
+            path=str(obj["path"]),
+            status=int(num("status")),
+            ua=str(obj["ua"]),
+            body_bytes=int(num("bytes")),
+        )
+
+
+def parse_request_log(text: str) -> list[RequestLogRecord]:
+    """Records from log text; a last line without its newline (still being written) is skipped."""
+    lines = text.split("\n")
+    return [RequestLogRecord.from_json(json.loads(line)) for line in lines[:-1] if line.strip()]
+
+
+def read_request_log(path: Path) -> list[RequestLogRecord]:
+    return parse_request_log(path.read_text(encoding="utf-8"))

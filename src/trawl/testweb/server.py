@@ -1,0 +1,153 @@
+"""The test web's HTTP server: one process, one port, every site's address.
+
+How this works: the server listens on each distinct 127.x.y.z address of the web at
+one TCP port (picked free on the first address, then reused; on a collision all
+listeners are closed and another port is tried). aiohttp's low-level server parses
+HTTP/1.1 with keep-alive; each request is answered by `Responder` from the Host header,
+and one JSON line per request goes to the request log (line-buffered, so a reader sees
+each record as soon as the response is written).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from aiohttp import hdrs, web
+from multidict import CIMultiDict
+
+from trawl.testweb.answers import Reply, Responder
+from trawl.testweb.request_log import RequestLogRecord
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from trawl.testweb.sites import TestWeb
+
+_PORT_ATTEMPTS = 50
+_NOT_ALLOWED = Reply(405, (("Content-Type", "text/plain"), ("Allow", "GET, HEAD")), b"")
+
+
+def bind_listeners(ips: Sequence[str], port: int | None) -> tuple[int, list[socket.socket]]:
+    """Listening sockets on every address in `ips` at one port; `port=None` picks a free one.
+
+    Raises OSError when a given port is busy, or no free port is found.
+    """
+    for _ in range(_PORT_ATTEMPTS):
+        listeners: list[socket.socket] = []
+        try:
+            listeners.append(_listener(ips[0], port or 0))
+            chosen = int(listeners[0].getsockname()[1])
+            listeners += [_listener(ip, chosen) for ip in ips[1:]]
+        except OSError as exc:
+            for sock in listeners:
+                sock.close()
+            if port is not None or exc.errno != errno.EADDRINUSE:
+                raise
+            continue
+        return chosen, listeners
+    raise OSError(errno.EADDRINUSE, f"no port free on all {len(ips)} test-web addresses")
+
+
+def _listener(ip: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((ip, port))
+        sock.listen(512)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class TestWebServer:
+    """Serves a `TestWeb` until `close()`; writes the request log as it goes."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, test_web: TestWeb, log_path: Path) -> None:
+        self._web = test_web
+        self._log_path = log_path
+        self._log = log_path.open("w", encoding="utf-8", buffering=1)
+        self._responder: Responder | None = None
+        self._low: web.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        self._served = 0
+        self.port = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<TestWebServer port={self.port} listeners={len(self._servers)} served={self._served}>"
+        )
+
+    async def start(self, loop: asyncio.AbstractEventLoop, port: int | None = None) -> int:
+        """Bind every address and start serving; returns the port."""
+        self.port, listeners = bind_listeners(self._web.ips(), port)
+        self._responder = Responder(self._web, self.port)
+        self._low = web.Server(self._handle, access_log=None, keepalive_timeout=75)
+        try:
+            for sock in listeners:
+                self._servers.append(await loop.create_server(self._low, sock=sock))
+        except BaseException:
+            for sock in listeners:
+                sock.close()
+            raise
+        return self.port
+
+    async def close(self) -> None:
+        """Stop listening, close open connections, flush and close the log."""
+        for server in self._servers:
+            server.close()
+        if self._low is not None:
+            await self._low.shutdown(timeout=0.25)
+        for server in self._servers:
+            await server.wait_closed()
+        self._log.close()
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        t_start = time.time()
+        assert self._responder is not None
+        host = request.headers.get(hdrs.HOST, "").rsplit(":", 1)[0].lower()
+        if request.method in ("GET", "HEAD"):
+            accepts_gzip = "gzip" in request.headers.get(hdrs.ACCEPT_ENCODING, "").lower()
+            reply = self._responder.answer(host, request.path, accepts_gzip)
+        else:
+            reply = _NOT_ALLOWED
+        status, body = reply.status, reply.body
+        if reply.etag is not None and request.headers.get(hdrs.IF_NONE_MATCH) == reply.etag:
+            status, body = 304, b""
+        response = web.Response(
+            status=status, body=body or None, headers=CIMultiDict(reply.headers)
+        )
+        await response.prepare(request)
+        await response.write_eof()
+        self._record(request, t_start, host, status, 0 if request.method == "HEAD" else len(body))
+        return response
+
+    def _record(
+        self, request: web.BaseRequest, t_start: float, host: str, status: int, sent: int
+    ) -> None:
+        transport = request.transport
+        sockname = transport.get_extra_info("sockname") if transport is not None else None
+        site = self._web.site_of(host)
+        record = RequestLogRecord(
+            t_start=t_start,
+            t_end=time.time(),
+            host=host,
+            site=site.domain if site is not None else host,
+            ip=str(sockname[0]) if sockname else "",
+            method=request.method,
+            path=request.raw_path,
+            status=status,
+            ua=request.headers.get(hdrs.USER_AGENT, ""),
+            body_bytes=sent,
+        )
+        self._log.write(json.dumps(record.to_json()) + "\n")
+        self._served += 1
