@@ -21,7 +21,14 @@ from trawl.config import Settings, load_settings, with_overrides
 from trawl.crawl import crawl
 from trawl.errors import UsageError
 from trawl.progress import report_progress
-from trawl.wiring import add_seeds, build_context, lock_data_dir, read_seeds
+from trawl.wiring import (
+    add_seeds,
+    build_context,
+    lock_data_dir,
+    normalise_rules,
+    normalise_seeds,
+    read_seeds,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,11 +98,12 @@ async def run_crawl(
     is_tty: bool,
 ) -> CrawlSummary:
     """Crawl into `data_dir` (resuming what is there) until a limit, SIGINT/SIGTERM or done."""
+    valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
         ctx = build_context(settings, data_dir)
         loop = asyncio.get_running_loop()
         try:
-            add_seeds(ctx, seeds)
+            add_seeds(ctx, valid_seeds)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, ctx.request_stop)
             progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
@@ -111,6 +119,7 @@ async def run_crawl(
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+            await ctx.close()  # idempotent; crawl() has closed it unless something failed
         sched = ctx.frontier.stats()
         return CrawlSummary(
             ctx.stats,

@@ -102,6 +102,7 @@ class CrawlContext:
         self.stopping = False
         self._last_checkpoint = self.started_at
         self._stop_event = asyncio.Event()
+        self._closed = False
 
     # -- sites --------------------------------------------------------------------------
     def site_state(self, site: str) -> SiteState:
@@ -214,6 +215,10 @@ class CrawlContext:
                 self.checkpoint()
 
     async def close(self) -> None:
+        """Final checkpoint and release of every resource; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.checkpoint()
         finally:

@@ -181,16 +181,23 @@ def read_seeds(urls: list[str], seeds_file: Path | None) -> list[tuple[str, str]
     return seeds
 
 
-def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str]]) -> int:
-    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = 0
+def normalise_seeds(
+    seeds: list[tuple[str, str]], rules: NormaliseRules
+) -> list[tuple[str, str, str]]:
+    """(url, urlHash, site) for each seed; a bad seed is a ConfigError naming where it was."""
+    out = []
     for raw, where in seeds:
         try:
-            url = normalise_url(raw, None, ctx.rules)
+            url = normalise_url(raw, None, rules)
             site = site_of(url)
         except (InvalidUrl, ValueError) as exc:
             raise ConfigError(f"{where}: {raw!r} is not a crawlable http(s) URL ({exc})") from None
-        if ctx.discover(url, url_hash(url), site, 0, Line.FAST, must_crawl=True):
-            added += 1
+        out.append((url, url_hash(url), site))
+    return out
+
+
+def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
+    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
+    added = sum(ctx.discover(url, h, site, 0, Line.FAST, must_crawl=True) for url, h, site in seeds)
     ctx.commit()
     return added
