@@ -10,6 +10,9 @@ import asyncio
 import io
 import itertools
 import json
+import subprocess
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -192,3 +195,21 @@ def test_crawl_delay_site_is_spaced_by_its_delay(crawl_run: CrawlRun) -> None:
         starts = sorted(r.t_start for r in crawl_run.requests if r.site == site)
         if len(starts) > 1:
             assert min(b - a for a, b in itertools.pairwise(starts)) >= delay
+
+
+def test_events_follow_streams_existing_events_and_keeps_running(crawl_run: CrawlRun) -> None:
+    cmd = [sys.executable, "-m", "trawl", "events", "--data", str(crawl_run.data), "--follow"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [
+            json.loads(proc.stdout.readline()) for _ in range(crawl_run.summary.stats.pages_stored)
+        ]
+        assert [e["offset"] for e in lines] == sorted(e["offset"] for e in lines)
+        time.sleep(1.0)
+        assert proc.poll() is None  # still following
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()

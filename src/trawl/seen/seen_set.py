@@ -32,6 +32,7 @@ class SeenSet:
         self._fp_rate = fp_rate
         self._bloom = BloomFilter(capacity, fp_rate)
         self.checks = 0
+        self.load_error: str | None = None  # set when a damaged checkpoint was rebuilt
 
     def load(self) -> None:
         """Load the checkpoint (if any) and re-add every hash the database knows."""
@@ -45,8 +46,6 @@ class SeenSet:
         for table in ("pages", "queue", "must_crawl"):
             for (url_hash,) in self._conn.execute(f"SELECT url_hash FROM {table}"):
                 self._bloom.add(url_hash)
-
-    load_error: str | None = None
 
     def add_if_new(self, url_hash: str) -> bool:
         """True when the URL was definitely not seen; it is seen from now on."""

@@ -1,0 +1,92 @@
+"""The disk-backed frontier over a real SQLite file: order, leases, restart."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from trawl.frontier.frontier import Frontier
+from trawl.model import CrawlUrl, Line
+from trawl.store.sqlite_db import open_database
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _url(site: str, path: str, line: Line = Line.SLOW) -> CrawlUrl:
+    url = f"http://{site}/{path}"
+    return CrawlUrl(url, hashlib.sha256(url.encode()).hexdigest()[:32], site, 1, line, 0.0)
+
+
+def _frontier(path: Path) -> Frontier:
+    frontier = Frontier(open_database(path / "trawl.db"), lease_s=300.0, fast_share=0.8)
+    frontier.load()
+    return frontier
+
+
+def test_fast_line_first_then_oldest(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "slow1"))
+    f.enqueue(_url("a.test", "slow2"))
+    f.enqueue(_url("a.test", "fast", Line.FAST))
+    order = []
+    while (head := f.head("a.test")) is not None:
+        order.append(head.item.url.rsplit("/", 1)[1])
+        f.done(f.lease(head, now=0.0))
+    assert order == ["fast", "slow1", "slow2"]
+    assert f.queued() == 0
+
+
+def test_one_site_is_handed_out_to_one_task_at_a_time(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    for i in range(3):
+        f.enqueue(_url("a.test", str(i)))
+    assert f.pop_ready_site(0.0) == "a.test"
+    assert f.pop_ready_site(0.0) is None
+    f.release_site("a.test", ready_at=1.0)
+    assert f.pop_ready_site(0.5) is None
+    assert f.pop_ready_site(1.0) == "a.test"
+
+
+def test_expired_lease_goes_back_in_line(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "x"))
+    head = f.head("a.test")
+    assert head is not None
+    f.lease(head, now=0.0)
+    assert f.head("a.test") is None
+    assert f.queued() == 0
+    assert f.requeue_expired(299.0) == 0
+    assert f.requeue_expired(300.0) == 1
+    again = f.head("a.test")
+    assert again is not None
+    assert again.item == head.item
+    assert f.queued() == 1
+
+
+def test_restart_returns_leased_urls_and_keeps_the_queue(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    for i in range(4):
+        f.enqueue(_url(f"s{i % 2}.test", str(i)))
+    head = f.head("s0.test")
+    assert head is not None
+    f.lease(head, now=0.0)  # leased, then the process dies before done()
+    done = f.head("s1.test")
+    assert done is not None
+    f.done(f.lease(done, now=0.0))
+    f._conn.execute("COMMIT")
+    restarted = _frontier(tmp_path)
+    assert restarted.queued() == 3
+    assert restarted.queued_for("s0.test") == 2
+    assert restarted.queued_for("s1.test") == 1
+
+
+def test_queued_urls_live_on_disk_not_in_memory(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    for i in range(5000):
+        f.enqueue(_url(f"s{i % 10}.test", str(i)))
+    stats = f.stats()
+    assert stats.sites == 10  # memory holds one slot per site...
+    assert stats.queued_fast + stats.queued_slow == 5000  # ...and counts, not the URLs
+    rows = f._conn.execute("SELECT count(*) FROM queue").fetchone()[0]
+    assert rows == 5000
