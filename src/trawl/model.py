@@ -10,6 +10,15 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 
+def first_header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """The first value of HTTP header `name` (case-insensitive), or None."""
+    lname = name.lower()
+    for key, value in headers:
+        if key.lower() == lname:
+            return value
+    return None
+
+
 class Line(IntEnum):
     """Priority lines of the frontier's front layer; lower value is served first."""
 
@@ -63,11 +72,7 @@ class FetchResult:
     raw_headers_block: bytes = b""  # HTTP status line + headers as received, for WARC
 
     def header(self, name: str) -> str | None:
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return None
+        return first_header(self.headers, name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from isal import isal_zlib
 
 from trawl.errors import DataError
+from trawl.model import first_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,11 +89,7 @@ class StoredBody:
 
     def header(self, name: str) -> str | None:
         """First HTTP header called `name` (case-insensitive), or None."""
-        lname = name.lower()
-        for key, value in self.http_headers:
-            if key.lower() == lname:
-                return value
-        return None
+        return first_header(self.http_headers, name)
 
 
 def sha1_digest(*parts: bytes) -> str:
