@@ -1,0 +1,236 @@
+"""trawl vs Scrapy on the same synthetic web, in one run: pages/s, CPU/page, RSS, politeness.
+
+    python -m bench.speed                 # full: 2,000 sites x 50 pages x ~100 KB, 150 s each
+    python -m bench.speed --quick         # short mode for hot-path changes (tens of seconds)
+    python -m bench.speed --skip-scrapy   # trawl only
+
+Installs what it needs (nginx from Debian, Scrapy from PyPI) on first use. Each crawler gets
+a fresh nginx with its own access log; the log is the witness for the crawl rate and for
+politeness (trawl.testweb.politeness). Results go to bench/results/speed[-quick].json and a
+markdown table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.webfarm.accesslog import NGINX_TOLERANCE_S, read_access_log
+from bench.webfarm.generate import WebSpec, generate_web
+from bench.webfarm.nginx import Nginx
+
+from trawl.testweb.politeness import check_politeness
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+ROBOTS = {"/robots.txt"}
+
+
+@dataclass
+class RunFigures:
+    crawler: str
+    wall_s: float
+    pages_logged: int  # non-robots requests in the server's log
+    steady_pages_per_s: float
+    cpu_s: float
+    cpu_ms_per_page: float
+    peak_rss_mib: float
+    violations: int
+    violation_kinds: dict[str, int]
+    statuses: dict[str, int]
+
+
+def page_size_kb(spec: WebSpec) -> float:
+    home = spec.www_dir / spec.sites[0].host
+    sizes = [p.stat().st_size for p in home.rglob("*.html")]
+    return sum(sizes) / max(len(sizes), 1) / 1024
+
+
+def tree_pids(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def sample(pid: int, cpu_by_pid: dict[int, float]) -> int:
+    """Tree RSS in KiB now; records each process's CPU seconds so far in cpu_by_pid."""
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    ticks = os.sysconf("SC_CLK_TCK")
+    rss = 0
+    for p in tree_pids(pid):
+        try:
+            rss += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * page_kib
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu_by_pid[p] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        except (OSError, ValueError, IndexError):
+            continue
+    return rss
+
+
+def run_measured(cmd: list[str], log: Path) -> tuple[float, float, float]:
+    """Run a crawler; returns (wall s, CPU s of it and every descendant, peak tree RSS MiB).
+
+    CPU is the larger of the rusage of waited-for descendants and the per-process samples:
+    worker processes reparented on exit are missing from the first, the last 0.2 s from the
+    second.
+    """
+    started = time.monotonic()
+    cpu_by_pid: dict[int, float] = {}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        peak = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, sample(proc.pid, cpu_by_pid))
+            time.sleep(0.2)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{cmd[0:4]} exited {code}; see {log}")
+    cpu = max(usage.ru_utime + usage.ru_stime, sum(cpu_by_pid.values()))
+    return time.monotonic() - started, cpu, peak / 1024
+
+
+def steady_rate(starts: list[float], warmup_s: float) -> float:
+    """Pages/s between warm-up and the last 5 s (the tail drains in-flight work)."""
+    if not starts:
+        return 0.0
+    t0, t1 = min(starts) + warmup_s, max(starts) - 5.0
+    if t1 <= t0:
+        return 0.0
+    return sum(1 for t in starts if t0 <= t < t1) / (t1 - t0)
+
+
+def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> list[str]:
+    seeds = work / "seeds.txt"
+    seeds.write_text("\n".join(spec.seeds) + "\n")
+    if name == "trawl":
+        return [
+            sys.executable, "-m", "trawl", "crawl", "--seeds-file", str(seeds),
+            "--data", str(work / "trawl-data"), "--hosts-file", str(spec.hosts_file),
+            "--contact", "https://trawl.invalid/bench", "--max-time", str(max_time),
+        ]  # fmt: skip
+    return [
+        sys.executable, "-m", "bench.scrapy_baseline.run", "--seeds-file", str(seeds),
+        "--hosts-file", str(spec.hosts_file), "--max-time", str(max_time),
+        "--out", str(work / "scrapy-out"), "--concurrency", "4000",
+    ]  # fmt: skip
+
+
+def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float) -> RunFigures:
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        work = Path(tmp)
+        access = work / "access.jsonl"
+        with Nginx(root, spec, access_log=access):
+            wall, cpu, rss = run_measured(
+                crawler_command(name, spec, work, max_time), work / "out.log"
+            )
+        records = read_access_log(access)
+        (RESULTS / f"{name}-output.log").write_bytes((work / "out.log").read_bytes())
+    pages = [r for r in records if r.path not in ROBOTS]
+    violations = check_politeness(
+        records, tolerance_s=NGINX_TOLERANCE_S, **spec.politeness_inputs()
+    )
+    if name == "scrapy":
+        # Scrapy's UA names no "trawl/"; that rule is about trawl's own identification.
+        violations = [v for v in violations if v.kind != "bad_user_agent"]
+    return RunFigures(
+        crawler=name,
+        wall_s=round(wall, 1),
+        pages_logged=len(pages),
+        steady_pages_per_s=round(steady_rate([r.t_start for r in pages], warmup), 1),
+        cpu_s=round(cpu, 1),
+        cpu_ms_per_page=round(1000 * cpu / max(len(pages), 1), 2),
+        peak_rss_mib=round(rss, 1),
+        violations=len(violations),
+        violation_kinds=dict(Counter(str(v.kind) for v in violations)),
+        statuses=dict(Counter(str(r.status) for r in pages)),
+    )
+
+
+def ensure_scrapy() -> None:
+    try:
+        import scrapy  # noqa: F401
+    except ImportError:
+        pip = [sys.executable, "-m", "pip", "install", "-q", "scrapy>=2.14,<3"]
+        subprocess.run(pip, check=True)
+
+
+def report(figures: list[RunFigures], meta: dict[str, object]) -> str:
+    rows = [
+        "| crawler | steady pages/s | CPU ms/page | peak RSS MiB | pages | violations |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        rows.append(
+            f"| {f.crawler} | {f.steady_pages_per_s} | {f.cpu_ms_per_page} | {f.peak_rss_mib} "
+            f"| {f.pages_logged} | {f.violations} |"
+        )
+    by = {f.crawler: f for f in figures}
+    if "trawl" in by and "scrapy" in by:
+        t, s = by["trawl"], by["scrapy"]
+        rows.append("")
+        rows.append(
+            f"trawl/Scrapy: pages/s x{t.steady_pages_per_s / max(s.steady_pages_per_s, 1e-9):.2f}"
+            f", CPU per page x{t.cpu_ms_per_page / max(s.cpu_ms_per_page, 1e-9):.3f}"
+            f" (Scrapy uses {s.cpu_ms_per_page / max(t.cpu_ms_per_page, 1e-9):.1f}x trawl's CPU)"
+        )
+    rows.append("")
+    rows.append("```\n" + json.dumps(meta, indent=1) + "\n```")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="800 sites x 12 pages, 30 s runs")
+    parser.add_argument("--skip-scrapy", action="store_true")
+    parser.add_argument("--max-time", type=float, help="seconds per crawler run")
+    parser.add_argument("--web", type=Path, default=Path("/tmp/trawl-bench-web"))
+    args = parser.parse_args()
+    sites, pages, max_time, warmup = (800, 12, 30.0, 8.0) if args.quick else (2000, 50, 150.0, 30.0)
+    max_time = args.max_time or max_time
+    root = args.web.with_name(args.web.name + ("-quick" if args.quick else ""))
+    t = time.monotonic()
+    spec = generate_web(root, n_sites=sites, pages_per_site=pages)
+    gen_s = time.monotonic() - t
+    RESULTS.mkdir(exist_ok=True)
+    crawlers = ["trawl"] if args.skip_scrapy else ["trawl", "scrapy"]
+    if "scrapy" in crawlers:
+        ensure_scrapy()
+    figures = [measure(name, spec, root, max_time, warmup) for name in crawlers]
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    meta: dict[str, object] = {
+        "command": " ".join(["python -m bench.speed", *sys.argv[1:]]),
+        "commit": commit,
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
+        "web": f"{sites} sites x {pages} pages, avg {page_size_kb(spec):.0f} KB (gen {gen_s:.0f}s)",
+        "max_time_s": max_time,
+        "warmup_s": warmup,
+    }
+    out = RESULTS / ("speed-quick.json" if args.quick else "speed.json")
+    out.write_text(json.dumps({"meta": meta, "runs": [asdict(f) for f in figures]}, indent=1))
+    print(report(figures, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
