@@ -42,6 +42,7 @@ class RunFigures:
     pages_logged: int  # non-robots requests in the server's log
     steady_pages_per_s: float
     cpu_s: float
+    cpu_main_s: float  # the crawler's own process; the rest is its worker processes
     cpu_ms_per_page: float
     peak_rss_mib: float
     violations: int
@@ -83,8 +84,8 @@ def sample(pid: int, cpu_by_pid: dict[int, float]) -> int:
     return rss
 
 
-def run_measured(cmd: list[str], log: Path) -> tuple[float, float, float]:
-    """Run a crawler; returns (wall s, CPU s of it and every descendant, peak tree RSS MiB).
+def run_measured(cmd: list[str], log: Path) -> tuple[float, float, float, float]:
+    """Run a crawler: (wall s, CPU s of it and all descendants, CPU s of it, peak RSS MiB).
 
     CPU is the larger of the rusage of waited-for descendants and the per-process samples:
     worker processes reparented on exit are missing from the first, the last 0.2 s from the
@@ -105,7 +106,7 @@ def run_measured(cmd: list[str], log: Path) -> tuple[float, float, float]:
     if code != 0:
         raise RuntimeError(f"{cmd[0:4]} exited {code}; see {log}")
     cpu = max(usage.ru_utime + usage.ru_stime, sum(cpu_by_pid.values()))
-    return time.monotonic() - started, cpu, peak / 1024
+    return time.monotonic() - started, cpu, cpu_by_pid.get(proc.pid, 0.0), peak / 1024
 
 
 def steady_rate(starts: list[float], warmup_s: float) -> float:
@@ -139,7 +140,7 @@ def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float
         work = Path(tmp)
         access = work / "access.jsonl"
         with Nginx(root, spec, access_log=access):
-            wall, cpu, rss = run_measured(
+            wall, cpu, cpu_main, rss = run_measured(
                 crawler_command(name, spec, work, max_time), work / "out.log"
             )
         records = read_access_log(access)
@@ -157,6 +158,7 @@ def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float
         pages_logged=len(pages),
         steady_pages_per_s=round(steady_rate([r.t_start for r in pages], warmup), 1),
         cpu_s=round(cpu, 1),
+        cpu_main_s=round(cpu_main, 1),
         cpu_ms_per_page=round(1000 * cpu / max(len(pages), 1), 2),
         peak_rss_mib=round(rss, 1),
         violations=len(violations),

@@ -14,7 +14,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+import uvloop
 
 from trawl import __version__
 from trawl.config import Settings, load_settings, with_overrides
@@ -31,9 +33,12 @@ from trawl.wiring import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Coroutine, Sequence
 
     from trawl.crawl_context import CrawlStats
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +134,16 @@ async def run_crawl(
         )
 
 
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop: its transports cost measurably less CPU per fetch than asyncio's."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     seeds = read_seeds(args.urls, args.seeds_file)
-    summary = asyncio.run(
+    summary = run_async(
         run_crawl(settings, args.data, seeds, sys.stderr, is_tty=sys.stderr.isatty())
     )
     print_summary(summary, sys.stdout)

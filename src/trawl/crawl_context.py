@@ -110,6 +110,11 @@ class CrawlContext:
         if state is None:
             record = self.records.get_host(site)
             state = SiteState(site) if record is None else SiteState.from_host_record(record)
+            if record is not None:
+                # A previous run may have made a request after its last commit: leave a full
+                # gap after our own start before touching the site again.
+                restart_gap = self.started_at + state.clock.gap_s(self.clock_policy)
+                state.clock.next_allowed_at = max(state.clock.next_allowed_at, restart_gap)
             self.sites[site] = state
         return state
 

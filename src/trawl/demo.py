@@ -6,13 +6,12 @@ crawl reaches it only through a hosts file, so nothing leaves the machine.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trawl.cli import print_summary, run_crawl
+from trawl.cli import print_summary, run_async, run_crawl
 from trawl.config import Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
@@ -42,7 +41,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"trawl demo: test web of {args.sites} sites x {args.pages} pages on loopback "
             f"port {web.port}; crawling into {data}\n"
         )
-        summary = asyncio.run(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
+        summary = run_async(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
         web.stop()  # the server logs a request just after answering it: flush the log
         requests = web.requests()
         violations = check_politeness(requests, **web.web.politeness_inputs())

@@ -8,7 +8,6 @@ the same transaction as the record and the links it adds to the frontier.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from trawl.errors import InvalidUrl
 from trawl.model import FetchResult, Line, PageFetchedEvent, PageRecord
@@ -133,5 +132,8 @@ def _flags(out: PageOutput) -> dict[str, str]:
 
 
 def _is_home_of_new_site(url: str, site: str, parent: CrawlUrl) -> bool:
-    """Front-line rule until scoring lands (issue 5): other sites' home pages go fast."""
-    return site != parent.site and urlsplit(url).path == "/"
+    """Front-line rule until scoring lands (issue 5): other sites' home pages go fast.
+
+    `url` is normalised, so a home page is exactly "scheme://authority/".
+    """
+    return site != parent.site and url.endswith("/") and url.count("/") == 3

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trawl.errors import InvalidUrl
-from trawl.urls.registered_domain import host_of, origin_of, registered_domain, site_of
+from trawl.urls.normalise import normalise_url
+from trawl.urls.registered_domain import (
+    host_of,
+    origin_of,
+    registered_domain,
+    site_of,
+    site_of_normalised,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,3 +67,21 @@ def test_host_origin_site_of_url(url: str, host: str, origin: str, site: str) ->
 def test_bad_urls_raise_invalid_url(url: str) -> None:
     with pytest.raises(InvalidUrl):
         origin_of(url)
+
+
+@given(
+    st.sampled_from(
+        [
+            "http://www.Example.co.uk/a",
+            "https://a.b.blogspot.com:8443/x?y",
+            "http://[::1]:8080/",
+            "http://127.0.0.9:1234/p",
+            "https://xn--bcher-kva.example/",
+            "http://site0007.test:80/",
+        ]
+    ),
+    st.sampled_from(["", "x/y", "a?b=c", "../z"]),
+)
+def test_site_of_normalised_agrees_with_site_of(base: str, ref: str) -> None:
+    url = normalise_url(ref, base)
+    assert site_of_normalised(url) == site_of(url)

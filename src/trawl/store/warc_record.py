@@ -26,7 +26,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from isal import isal_zlib
 
@@ -66,8 +66,7 @@ DEFAULT_CODEC = Codec.ISAL
 DEFAULT_LEVEL = 2
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedRecord:
+class EncodedRecord(NamedTuple):  # a NamedTuple: cheap to pickle back from a worker process
     """One complete gzip member holding one WARC record, ready to append to a file."""
 
     data: bytes

@@ -20,7 +20,7 @@ from publicsuffixlist import PublicSuffixList
 
 from trawl.errors import InvalidUrl
 
-__all__ = ["host_of", "origin_of", "registered_domain", "site_of"]
+__all__ = ["host_of", "origin_of", "registered_domain", "site_of", "site_of_normalised"]
 
 # Built once at import from the bundled list (~50 ms); PublicSuffixList() never downloads.
 _PSL = PublicSuffixList()
@@ -86,3 +86,22 @@ def origin_of(url: str) -> str:
 def site_of(url: str) -> str:
     """The site (registered domain) a URL belongs to: `registered_domain(host_of(url))`."""
     return registered_domain(host_of(url))
+
+
+def site_of_normalised(url: str) -> str:
+    """`site_of` for a URL that came out of `normalise_url`, without parsing it again.
+
+    Normalised URLs have no userinfo, a lowercase host and a path, so the authority is the
+    text between "//" and the next "/". On the hot path (50 links a page) this halves the
+    cost of finding each link's site.
+    """
+    start = url.index("//") + 2
+    end = url.find("/", start)
+    return _site_of_authority(url[start:end] if end >= 0 else url[start:])
+
+
+@lru_cache(maxsize=65536)
+def _site_of_authority(authority: str) -> str:
+    if authority.startswith("["):
+        return registered_domain(authority[1 : authority.index("]")])
+    return registered_domain(authority.rsplit(":", 1)[0] if ":" in authority else authority)
