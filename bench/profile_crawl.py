@@ -1,0 +1,102 @@
+"""Where trawl's CPU goes per page: py-spy over a crawl of the bench web, grouped by stage.
+
+    python -m bench.profile_crawl [--max-time 60] [--quick]
+
+Samples the crawler and its worker processes (py-spy --subprocesses, idle samples left out)
+and prints a table of stages with their share of CPU samples and the ms of CPU per page that
+share represents (CPU per page measured in the same run from /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from bench.speed import run_measured
+from bench.webfarm.accesslog import read_access_log
+from bench.webfarm.generate import generate_web
+from bench.webfarm.nginx import Nginx
+
+# First matching rule wins; each is (stage, substrings of a frame "function (file:line)").
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("parse HTML (selectolax/Lexbor)", ("extract_links",)),
+    ("normalise links + urlHash + site", ("normalise_links",)),
+    ("WARC record: gzip (ISA-L)", ("gzip_member",)),
+    ("WARC record: sha1 digests, headers", ("encode_response_record",)),
+    ("content hash (sha256)", ("content_hash",)),
+    ("worker: pickling, pipes", ("_sendback_result", "Queue.get", "SimpleQueue")),
+    (
+        "main: hand-off to workers (pickle, pipe, futures)",
+        (
+            "Queue._feed",
+            "_ExecutorManagerThread",
+            "ProcessPoolExecutor.submit",
+            "run_cpu",
+        ),
+    ),
+    (
+        "HTTP fetch (aiohttp)",
+        ("Fetcher.fetch", "aiohttp/", "_SelectorSocketTransport", "uvloop", "Transport"),
+    ),
+    ("SQLite: page records + events", ("SqliteRecords.put_page",)),
+    ("SQLite: frontier (head, lease, done, enqueue)", ("Frontier.",)),
+    ("SQLite: commit + host records", ("CrawlContext.commit", "SqliteRecords.commit")),
+    ("seen set + discovery bookkeeping", ("CrawlContext.discover", "SeenSet")),
+    ("WARC append (write)", ("WarcWriter",)),
+    ("robots.txt + politeness", ("robots", "site_clock", "ip_gate", "SiteRequests.take_turn")),
+    ("event loop, scheduling, other", ("",)),
+)
+
+
+def stage_of(frames: list[str]) -> str:
+    for stage, needles in STAGES:
+        if any(needle in frame for frame in frames for needle in needles if needle):
+            return stage
+    return STAGES[-1][0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--max-time", type=float, default=60.0)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sites, pages = (800, 12) if args.quick else (2000, 50)
+    root = Path("/tmp/trawl-bench-web" + ("-quick" if args.quick else ""))
+    spec = generate_web(root, n_sites=sites, pages_per_site=pages)
+    with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
+        work = Path(tmp)
+        (work / "seeds.txt").write_text("\n".join(spec.seeds) + "\n")
+        raw = work / "profile.raw"
+        crawl = [
+            sys.executable, "-m", "trawl", "crawl", "--seeds-file", str(work / "seeds.txt"),
+            "--data", str(work / "data"), "--hosts-file", str(spec.hosts_file),
+            "--contact", "https://trawl.invalid/bench", "--max-time", str(args.max_time),
+        ]  # fmt: skip
+        spy = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw"]
+        with Nginx(root, spec, access_log=work / "access.jsonl"):
+            _, cpu, _, _ = run_measured([*spy, "-o", str(raw), "--", *crawl], work / "out.log")
+        pages = sum(1 for r in read_access_log(work / "access.jsonl") if r.path != "/robots.txt")
+        counts: Counter[str] = Counter()
+        for line in raw.read_text().splitlines():
+            stack, _, n = line.rpartition(" ")
+            frames = stack.split(";")
+            if any(w in frames[-1] for w in ("select (", "poll (", "Connection._recv", "wait (")):
+                continue  # idle: waiting on sockets, pipes or locks
+            counts[stage_of(frames)] += int(n)
+    total = sum(counts.values())
+    ms_per_page = 1000 * cpu / max(pages, 1)
+    print(f"command: python -m bench.profile_crawl {' '.join(sys.argv[1:])}")
+    print(f"pages {pages}, CPU {cpu:.1f}s (py-spy overhead included), {ms_per_page:.2f} ms/page\n")
+    print("| stage | share of CPU samples | ms CPU per page |")
+    print("|---|---|---|")
+    for stage, _ in STAGES:
+        share = counts[stage] / max(total, 1)
+        print(f"| {stage} | {100 * share:.1f} % | {share * ms_per_page:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
