@@ -27,7 +27,6 @@ from pathlib import Path
 from bench.webfarm.accesslog import NGINX_TOLERANCE_S, read_access_log
 from bench.webfarm.generate import WebSpec, generate_web
 from bench.webfarm.nginx import Nginx
-
 from trawl.testweb.politeness import check_politeness
 
 ROOT = Path(__file__).resolve().parent

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
+from scrapy.crawler import CrawlerProcess
+
 from bench.scrapy_baseline.spider import (
     CODECS,
     SITE_SLOT_SETTING,
@@ -36,7 +38,6 @@ from bench.scrapy_baseline.spider import (
     DeadlineGate,
     read_hosts,
 )
-from scrapy.crawler import CrawlerProcess
 
 ROBOTS_TOKEN = "scrapy-baseline"
 USER_AGENT = f"{ROBOTS_TOKEN}/1.0 (+https://trawl.invalid/bench)"
