@@ -42,7 +42,7 @@ def test_fast_crawl_of_the_nginx_web_is_polite_and_complete(tmp_path: Path) -> N
                 "https://trawl.invalid/test",
                 "--max-time",
                 "120",
-            ],  # fmt: skip
+            ],
             check=True,
             capture_output=True,
             timeout=200,
