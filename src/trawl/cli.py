@@ -158,7 +158,7 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
         f"robots.txt {st.robots_fetches}, sites {s.sites}, "
         f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, left in queue {s.queued_left}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
-        f"skipped {dict(sorted(st.skipped.items()))}\n"
+        f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}\n"
     )
 
 

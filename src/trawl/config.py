@@ -55,6 +55,7 @@ class FetchSettings:
     stored_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     max_connections: int = 2000
     dns_ttl_s: float = 300.0
+    max_attempts: int = 3  # fetches of one URL that end in 429/503/5xx/timeout/reset
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ class CrawlStats:
     links_found: int = 0
     links_new: int = 0
     skipped: dict[str, int] = field(default_factory=dict)  # outcome `skipped(reason)`
+    retries: dict[str, int] = field(default_factory=dict)  # outcome `retry`, by cause
     statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"
     errors: int = 0
 

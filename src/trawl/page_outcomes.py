@@ -15,6 +15,10 @@ from trawl.page_work import PageInput, PageOutput, process_page
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
 
+# Failures worth another try later; "protocol", "too_big", "decode" and "blocked_address"
+# would fail the same way again.
+RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
+
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
     from trawl.model import CrawlUrl, Lease
@@ -28,6 +32,8 @@ class PageOutcomes:
     async def handle(self, lease: Lease, result: FetchResult) -> None:
         ctx = self.ctx
         item = lease.item
+        if self._should_retry(lease, result):
+            return
         record = self._record(item, result)
         event = None
         if result.body is not None and 200 <= result.status < 300 and self._is_stored(result):
@@ -48,6 +54,22 @@ class PageOutcomes:
             self._follow_redirect(item, result, record)
         ctx.records.put_page(record, event)
         ctx.frontier.done(lease)
+
+    def _should_retry(self, lease: Lease, result: FetchResult) -> bool:
+        """Outcome `retry`: a transient failure with attempts left goes back in line."""
+        ctx = self.ctx
+        transient = result.status in (429, 503) or 500 <= result.status < 600
+        if result.status == 0:
+            transient = result.error_kind in RETRIABLE_ERRORS
+        if not transient or ctx.frontier.attempts(lease) + 1 >= ctx.settings.fetch.max_attempts:
+            return False
+        kind = str(result.status) if result.status else str(result.error_kind)
+        ctx.stats.count(ctx.stats.retries, kind)
+        state = ctx.site_state(lease.item.site)
+        state.note_error(result.started_at, lease.item.url, kind)
+        ctx.mark_dirty(lease.item.site)
+        ctx.frontier.retry(lease)
+        return True
 
     def _record(self, item: CrawlUrl, result: FetchResult) -> PageRecord:
         ctx = self.ctx

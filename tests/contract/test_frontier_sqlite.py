@@ -90,3 +90,21 @@ def test_queued_urls_live_on_disk_not_in_memory(tmp_path: Path) -> None:
     assert stats.queued_fast + stats.queued_slow == 5000  # ...and counts, not the URLs
     rows = f._conn.execute("SELECT count(*) FROM queue").fetchone()[0]
     assert rows == 5000
+
+
+def test_retry_puts_the_url_back_with_one_attempt_more_and_survives_restart(
+    tmp_path: Path,
+) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "x"))
+    for expected in range(3):
+        head = f.head("a.test")
+        assert head is not None
+        assert head.attempts == expected
+        lease = f.lease(head, now=0.0)
+        assert f.attempts(lease) == expected
+        f.retry(lease)
+    f._conn.execute("COMMIT")
+    again = _frontier(tmp_path).head("a.test")
+    assert again is not None
+    assert again.attempts == 3

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 class QueuedUrl:
     row_id: int
     item: CrawlUrl
+    attempts: int = 0  # earlier fetches that ended in `retry`
 
 
 class Frontier:
@@ -35,6 +36,7 @@ class Frontier:
         self._conn = conn
         self._schedule = SiteSchedule(fast_share=fast_share)
         self._leases = LeaseBook(lease_s)
+        self._attempts: dict[int, int] = {}  # by lease id, for open leases only
 
     def load(self) -> int:
         """Return every lease left by a previous run to line and count the queue per site."""
@@ -68,15 +70,15 @@ class Frontier:
     def head(self, site: str) -> QueuedUrl | None:
         """The site's next URL: fast line first, then oldest."""
         row = self._conn.execute(
-            "SELECT id, url, url_hash, depth, line, discovered_at FROM queue"
+            "SELECT id, url, url_hash, depth, line, discovered_at, attempts FROM queue"
             " WHERE site = ? AND leased_until = 0 ORDER BY line, id LIMIT 1",
             (site,),
         ).fetchone()
         if row is None:
             return None
-        row_id, url, url_hash, depth, line, discovered_at = row
+        row_id, url, url_hash, depth, line, discovered_at, attempts = row
         item = CrawlUrl(url, url_hash, site, depth, Line(line), discovered_at)
-        return QueuedUrl(row_id, item)
+        return QueuedUrl(row_id, item, attempts)
 
     def lease(self, queued: QueuedUrl, now: float) -> Lease:
         lease = self._leases.grant(queued.row_id, queued.item, now)
@@ -85,7 +87,12 @@ class Frontier:
             "UPDATE queue SET leased_until = ? WHERE id = ?", (lease.expires_at, queued.row_id)
         )
         self._schedule.take_work(queued.item.site, queued.item.line)
+        self._attempts[lease.lease_id] = queued.attempts
         return lease
+
+    def attempts(self, lease: Lease) -> int:
+        """How many earlier fetches of this URL ended in `retry`."""
+        return self._attempts.get(lease.lease_id, 0)
 
     def drop(self, queued: QueuedUrl) -> None:
         """Remove an unleased URL for good (robots disallow, trap rule): outcome `skipped`."""
@@ -95,12 +102,22 @@ class Frontier:
 
     def done(self, lease: Lease) -> None:
         self._leases.complete(lease.lease_id)
+        self._attempts.pop(lease.lease_id, None)
         self._begin()
         self._conn.execute("DELETE FROM queue WHERE id = ?", (lease.lease_id,))
 
     def retry(self, lease: Lease) -> None:
-        """Put a leased URL back in line (outcome `retry`)."""
+        """Put a leased URL back in line, one attempt more (outcome `retry`).
+
+        When it comes back is the site clock's business: a retry follows the site's backoff
+        and any Retry-After, like every other request to that site.
+        """
+        self._attempts.pop(lease.lease_id, None)
         if self._leases.complete(lease.lease_id):
+            self._begin()
+            self._conn.execute(
+                "UPDATE queue SET attempts = attempts + 1 WHERE id = ?", (lease.lease_id,)
+            )
             self._unlease(lease)
 
     def release_site(self, site: str, ready_at: float) -> None:
@@ -112,6 +129,7 @@ class Frontier:
     def requeue_expired(self, now: float) -> int:
         expired = self._leases.expired(now)
         for lease in expired:
+            self._attempts.pop(lease.lease_id, None)
             self._unlease(lease)
         return len(expired)
 

@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS queue (
     url_hash TEXT NOT NULL,
     depth INTEGER NOT NULL,
     discovered_at REAL NOT NULL,
-    leased_until REAL NOT NULL DEFAULT 0
+    leased_until REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS queue_site ON queue(site, leased_until, line, id);
 CREATE TABLE IF NOT EXISTS must_crawl (url_hash TEXT PRIMARY KEY);
@@ -73,6 +74,7 @@ def open_database(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(_SCHEMA)
             _check_version(conn, path)
+            _add_missing_columns(conn)
         else:
             conn.execute("SELECT count(*) FROM meta").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -88,3 +90,10 @@ def _check_version(conn: sqlite3.Connection, path: Path) -> None:
         )
     elif row[0] != str(SCHEMA_VERSION):
         raise DataError(f"{path}: schema version {row[0]}, this trawl understands {SCHEMA_VERSION}")
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Columns added within schema version 1 (data directories from before they existed)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(queue)")}
+    if "attempts" not in columns:
+        conn.execute("ALTER TABLE queue ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
