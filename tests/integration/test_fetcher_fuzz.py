@@ -100,7 +100,7 @@ header_lines = st.lists(
                 b"Location: http://[::1",
                 b"X: \xff\xfe",
             ]
-        ),  # fmt: skip
+        ),
         st.binary(max_size=40),
     ),
     max_size=6,
