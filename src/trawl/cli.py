@@ -44,6 +44,7 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class CrawlSummary:
     stats: CrawlStats
+    traps: dict[str, int]
     elapsed_s: float
     sites: int
     queued_left: int
@@ -128,6 +129,7 @@ async def run_crawl(
         sched = ctx.frontier.stats()
         return CrawlSummary(
             ctx.stats,
+            {k: v for k, v in ctx.traps.as_dict().items() if v},
             time.monotonic() - started,
             len(ctx.sites),
             sched.queued_fast + sched.queued_slow,
@@ -158,7 +160,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
         f"robots.txt {st.robots_fetches}, sites {s.sites}, "
         f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, left in queue {s.queued_left}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
-        f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}\n"
+        f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
+        f"  traps {dict(sorted(s.traps.items()))}\n"
     )
 
 

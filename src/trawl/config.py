@@ -62,7 +62,25 @@ class FetchSettings:
 class FrontierSettings:
     lease_s: float = 300.0
     fast_share: float = 0.8  # share of hand-outs that prefer the fast line when both wait
+
+
+@dataclass(frozen=True, slots=True)
+class TrapSettings:
+    """Crawler-trap defences (frontier.traps.TrapPolicy); each has a counter in the stats."""
+
     max_depth: int = 50
+    max_url_length: int = 1024
+    max_query_params: int = 12
+    max_path_segments: int = 30
+    max_repeats: int = 3
+    daily_page_cap: int = 5000
+    max_importance: float = 10.0
+    similarity_window: int = 50
+    similarity_threshold: int = 3
+    similarity_alarm_share: float = 0.8
+    similarity_min_pages: int = 20
+    similarity_clear_share: float = 0.4
+    flagged_cap_factor: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +122,7 @@ class Settings:
     politeness: PolitenessSettings = field(default_factory=PolitenessSettings)
     fetch: FetchSettings = field(default_factory=FetchSettings)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)
+    traps: TrapSettings = field(default_factory=TrapSettings)
     seen: SeenSettings = field(default_factory=SeenSettings)
     urls: UrlSettings = field(default_factory=UrlSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)

@@ -12,6 +12,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
 from trawl.model import CrawlUrl, Line
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from trawl.config import Settings
     from trawl.fetch.fetcher import Fetcher
     from trawl.frontier.frontier import Frontier
+    from trawl.frontier.traps import TrapPolicy
     from trawl.politeness.ip_gate import IpGate
     from trawl.seen.seen_set import SeenSet
     from trawl.store.records_sqlite import SqliteRecords
@@ -68,8 +70,11 @@ class CrawlContext:
         cpu_pool: Executor,
         data_dir: Path,
         rules: NormaliseRules,
+        trap_policy: TrapPolicy,
     ) -> None:
         self.rules = rules
+        self.trap_policy = trap_policy
+        self.traps = TrapCounters()
         self.settings = settings
         self.clock = clock
         self.conn = conn
@@ -110,7 +115,10 @@ class CrawlContext:
         state = self.sites.get(site)
         if state is None:
             record = self.records.get_host(site)
-            state = SiteState(site) if record is None else SiteState.from_host_record(record)
+            if record is None:
+                state = SiteState(site, traps=SiteTrapState(self.trap_policy))
+            else:
+                state = SiteState.from_host_record(record, self.trap_policy)
             if record is not None:
                 # A previous run may have made a request after its last commit: leave a full
                 # gap after our own start before touching the site again.
@@ -135,6 +143,15 @@ class CrawlContext:
     def mark_dirty(self, site: str) -> None:
         self._dirty_sites.add(site)
 
+    def note_referrer(self, site: str, referrer: str) -> None:
+        """`referrer` links to `site`: it raises the site's importance (its daily cap).
+
+        This writes another site's state from the task holding `referrer`; safe on one event
+        loop with no await in between. In cluster mode the referrer travels with the link.
+        """
+        self.site_state(site).traps.note_referrer(referrer)
+        self._dirty_sites.add(site)
+
     # -- discovery ----------------------------------------------------------------------
     def discover(
         self, url: str, url_hash: str, site: str, depth: int, line: Line, *, must_crawl: bool
@@ -146,11 +163,15 @@ class CrawlContext:
             is_new = self.seen.add_if_new(url_hash)
         if not is_new:
             return False
-        if depth > self.settings.frontier.max_depth:
-            self.stats.count(self.stats.skipped, "max_depth")
+        trap = None if must_crawl else check_url(url, depth, self.trap_policy)
+        if trap is not None:
+            self.traps.count(trap)
+            self.stats.count(self.stats.skipped, str(trap))
             return False
         state = self.sites.get(site)
         ready_at = 0.0 if state is None else state.clock.next_allowed_at
+        if state is not None and state.traps.is_flagged:
+            line = Line.SLOW  # the similarity alarm: a copy-heavy site's links wait
         item = CrawlUrl(url, url_hash, site, depth, line, self.clock.now())
         self.frontier.enqueue(item, ready_at=ready_at)
         return True

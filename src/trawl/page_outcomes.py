@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
+from trawl.frontier.traps import TrapReason
 from trawl.model import FetchResult, Line, PageFetchedEvent, PageRecord
 from trawl.page_work import PageInput, PageOutput, process_page
+from trawl.parse.fingerprint import format_simhash
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
 
@@ -39,13 +41,19 @@ class PageOutcomes:
         if result.body is not None and 200 <= result.status < 300 and self._is_stored(result):
             out: PageOutput = await ctx.run_cpu(process_page, self._page_input(result))
             record.content_hash = out.content_hash
+            record.simhash = format_simhash(out.simhash)
             record.extra.update(_flags(out))
+            state = ctx.site_state(item.site)
+            if out.simhash and state.traps.note_page(out.simhash):
+                ctx.traps.count(TrapReason.SIMILAR_PAGES)
             if out.warc_record is not None:
                 record.storage_key = ctx.warc.append(out.warc_record)
                 event = _event(record)
                 ctx.stats.pages_stored += 1
             ctx.stats.links_found += len(out.links)
             for link in out.links:
+                if link.site != item.site:
+                    ctx.note_referrer(link.site, item.site)
                 line = Line.FAST if _is_home_of_new_site(link.url, link.site, item) else Line.SLOW
                 if ctx.discover(link.url, link.url_hash, link.site, item.depth + 1, line,
                                 must_crawl=False):  # fmt: skip

@@ -11,7 +11,8 @@ import hashlib
 from typing import NamedTuple
 
 from trawl.errors import InvalidUrl
-from trawl.parse.links import extract_links
+from trawl.parse.fingerprint import fingerprint_tree
+from trawl.parse.links import links_of_tree, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.store.warc_record import (
     DEFAULT_LEVEL,
@@ -60,6 +61,7 @@ class PageOutput(NamedTuple):
     noindex: bool
     nofollow: bool
     bad_links: int  # hrefs that could not be normalised (mailto:, javascript:, junk)
+    simhash: int  # 64-bit fingerprint of the visible text (parse.fingerprint)
 
 
 def content_hash(body: bytes) -> str:
@@ -68,7 +70,9 @@ def content_hash(body: bytes) -> str:
 
 
 def process_page(page: PageInput) -> PageOutput:
-    parsed = extract_links(page.body, page.url, agent_token=page.agent_token)
+    tree = parse_html(page.body)
+    parsed = links_of_tree(tree, page.url, agent_token=page.agent_token)
+    simhash = fingerprint_tree(tree)  # after the links: it strips nav and footer
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
@@ -85,7 +89,7 @@ def process_page(page: PageInput) -> PageOutput:
             level=DEFAULT_LEVEL if page.warc_level < 0 else page.warc_level,
         )
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
-    return PageOutput(content_hash(page.body), record, links, noindex, nofollow, bad)
+    return PageOutput(content_hash(page.body), record, links, noindex, nofollow, bad, simhash)
 
 
 def normalise_links(hrefs: tuple[str, ...], base_url: str) -> tuple[tuple[FoundLink, ...], int]:

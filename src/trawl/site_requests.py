@@ -60,9 +60,23 @@ class SiteRequests:
                 continue
             if not ctx.may_start_page():
                 return None
+            if self._over_daily_cap(state, now):
+                return None
             ctx.pages_started += 1
             return ctx.frontier.lease(queued, now)
         return None
+
+    def _over_daily_cap(self, state: SiteState, now: float) -> bool:
+        """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""
+        ctx = self.ctx
+        reason = state.traps.check_daily_cap(state.pages_on(now), ctx.trap_policy)
+        if reason is None:
+            return False
+        ctx.traps.count(reason)
+        state.clock.next_allowed_at = max(state.clock.next_allowed_at, (now // 86400 + 1) * 86400)
+        ctx.blocked_sites.add(state.site)
+        ctx.mark_dirty(state.site)
+        return True
 
     async def fetch_page(self, lease: Lease) -> FetchResult:
         state = self.ctx.site_state(lease.item.site)

@@ -9,6 +9,7 @@ Data directory layout (embedded mode):
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import multiprocessing
 import os
@@ -23,6 +24,7 @@ from trawl.errors import ConfigError, DataError, InvalidUrl
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
 from trawl.frontier.frontier import Frontier
+from trawl.frontier.traps import TrapPolicy
 from trawl.model import Line
 from trawl.page_work import init_worker
 from trawl.politeness.ip_gate import IpGate
@@ -72,6 +74,13 @@ def normalise_rules(settings: Settings) -> NormaliseRules:
         session_params=u.session_params,
         max_length=u.max_url_length,
     )
+
+
+def trap_policy(settings: Settings) -> TrapPolicy:
+    try:
+        return TrapPolicy(**dataclasses.asdict(settings.traps))
+    except ValueError as exc:
+        raise ConfigError(f"[traps]: {exc}") from None
 
 
 def lock_data_dir(data_dir: Path) -> IO[str]:
@@ -163,6 +172,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         cpu_pool=pool,
         data_dir=data_dir,
         rules=rules,
+        trap_policy=trap_policy(settings),
     )
 
 

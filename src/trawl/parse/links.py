@@ -67,6 +67,11 @@ def _base_url(href: str | None, page_url: str) -> str:
     return joined
 
 
+def parse_html(html: bytes) -> LexborHTMLParser:
+    """The page's tree, built once and shared by link extraction and fingerprinting."""
+    return LexborHTMLParser(_decode(html))
+
+
 def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> ParsedPage:
     """Links, base URL and meta robots flags of an HTML page.
 
@@ -76,7 +81,11 @@ def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> 
     """
     if not html:
         return ParsedPage(hrefs=(), base_url=page_url)
-    tree = LexborHTMLParser(_decode(html))
+    return links_of_tree(parse_html(html), page_url, agent_token=agent_token)
+
+
+def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) -> ParsedPage:
+    """`extract_links` on a tree from `parse_html` (which it does not change)."""
     hrefs: dict[str, None] = {}  # an ordered set: nav links repeat on every page
     robots: list[str] = []
     base_href: str | None = None

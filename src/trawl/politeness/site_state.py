@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trawl.errors import DataError
+from trawl.frontier.traps import SiteTrapState, TrapPolicy
 from trawl.politeness.robots import RobotsRules, RobotsStatus
 from trawl.politeness.site_clock import SiteClock
 
@@ -25,6 +26,11 @@ class SiteState:
     pages_today: int = 0
     day: int = 0  # epoch day that pages_today counts
     recent_errors: list[str] = field(default_factory=list)
+    traps: SiteTrapState = field(default_factory=lambda: SiteTrapState(TrapPolicy()))
+
+    def pages_on(self, now: float) -> int:
+        """Pages fetched so far on `now`'s (UTC) day."""
+        return self.pages_today if int(now // _SECONDS_PER_DAY) == self.day else 0
 
     def count_page(self, now: float) -> None:
         today = int(now // _SECONDS_PER_DAY)
@@ -61,10 +67,14 @@ class SiteState:
             "recentErrors": list(self.recent_errors),
             "clock": self.clock.to_json(),
             "day": self.day,
+            "traps": self.traps.to_json(),
+            "similarPagesFlag": self.traps.is_flagged,
         }
 
     @classmethod
-    def from_host_record(cls, record: dict[str, object]) -> SiteState:
+    def from_host_record(
+        cls, record: dict[str, object], policy: TrapPolicy | None = None
+    ) -> SiteState:
         """Raises DataError naming the site when the record is damaged."""
         site = record.get("host")
         try:
@@ -80,6 +90,13 @@ class SiteState:
             day = record.get("day", 0)
             if not isinstance(pages_today, int) or not isinstance(day, int):
                 raise TypeError("pagesToday or day is not an integer")
+            policy = policy or TrapPolicy()
+            traps_data = record.get("traps")
+            traps = (
+                SiteTrapState(policy)
+                if traps_data is None
+                else (SiteTrapState.from_json(traps_data, policy))
+            )
             return cls(
                 site=site,
                 clock=SiteClock.from_json(clock_data),
@@ -87,6 +104,7 @@ class SiteState:
                 pages_today=pages_today,
                 day=day,
                 recent_errors=[str(e) for e in errors] if isinstance(errors, list) else [],
+                traps=traps,
             )
         except (TypeError, ValueError, KeyError) as exc:
             raise DataError(f"host record of {site!r} is damaged: {exc}") from None
