@@ -71,7 +71,9 @@ class CrawlContext:
         data_dir: Path,
         rules: NormaliseRules,
         trap_policy: TrapPolicy,
+        resumed: bool = False,
     ) -> None:
+        self.resumed = resumed  # the data directory held a crawl before this process
         self.rules = rules
         self.trap_policy = trap_policy
         self.traps = TrapCounters()
@@ -119,9 +121,9 @@ class CrawlContext:
                 state = SiteState(site, traps=SiteTrapState(self.trap_policy))
             else:
                 state = SiteState.from_host_record(record, self.trap_policy)
-            if record is not None:
-                # A previous run may have made a request after its last commit: leave a full
-                # gap after our own start before touching the site again.
+            if self.resumed:
+                # A previous run may have made a request after its last commit (even the
+                # site's first, before any host record): leave a full gap after our start.
                 restart_gap = self.started_at + state.clock.gap_s(self.clock_policy)
                 state.clock.next_allowed_at = max(state.clock.next_allowed_at, restart_gap)
             self.sites[site] = state

@@ -133,6 +133,7 @@ class SiteRequests:
                 ctx.blocked_sites.discard(state.site)
             ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
             ctx.mark_dirty(state.site)
+            ctx.commit()  # a Crawl-delay must survive a crash: the restart gap depends on it
             return
 
     async def _request(

@@ -134,6 +134,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         max_connections=f.max_connections,
     )
     recover_warc_tails(data_dir / WARC_DIR)
+    resumed = (data_dir / DB_NAME).exists()
     conn = open_database(data_dir / DB_NAME)
     frontier = Frontier(
         conn, lease_s=settings.frontier.lease_s, fast_share=settings.frontier.fast_share
@@ -173,6 +174,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         data_dir=data_dir,
         rules=rules,
         trap_policy=trap_policy(settings),
+        resumed=resumed,
     )
 
 

@@ -190,3 +190,20 @@ def test_parse_request_log_skips_a_partial_last_line() -> None:
         )
     ]
     assert records[0].to_json()["bytes"] == 12
+
+
+def test_issue_4_a_retry_after_answer_does_not_flag_its_own_request() -> None:
+    """Reproduces a false RETRY_AFTER_IGNORED on a 429 logged with t_start == t_end."""
+    told = RequestLogRecord(
+        t_start=10.0, t_end=10.0, host="a.test", site="a.test", ip="127.3.0.4",
+        method="GET", path="/", status=429, ua=UA, body_bytes=0, retry_after_s=3.0,
+    )  # fmt: skip
+    later = RequestLogRecord(
+        t_start=13.1, t_end=13.2, host="a.test", site="a.test", ip="127.3.0.4",
+        method="GET", path="/", status=200, ua=UA, body_bytes=10,
+    )  # fmt: skip
+    robots = RequestLogRecord(
+        t_start=8.0, t_end=8.1, host="a.test", site="a.test", ip="127.3.0.4",
+        method="GET", path="/robots.txt", status=200, ua=UA, body_bytes=0,
+    )  # fmt: skip
+    assert check_politeness([robots, told, later]) == []

@@ -326,3 +326,25 @@ def test_invariant_start_gap_never_below_rule(
         clock.finish(now, response_s, outcome, policy=POLICY, retry_after_s=retry_after_s)
         previous_end = now
         previous_rule = max(1.0, crawl_delay or 0.0, 10.0 * response_s, retry_after_s or 0.0)
+
+
+def test_issue_4_system_clock_never_wakes_before_the_time_asked() -> None:
+    """Reproduces a RuntimeError('politeness violated') on uvloop: its timers round to ms."""
+    import asyncio
+    import time
+
+    import uvloop
+
+    from trawl.clock import SystemClock
+
+    async def early_wakeups() -> int:
+        clock = SystemClock()
+        early = 0
+        for i in range(40):
+            target = time.time() + 0.0013 + i * 0.0001
+            await clock.sleep_until(target)
+            early += time.time() < target
+        return early
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(early_wakeups()) == 0

@@ -1,6 +1,7 @@
 """`python -m trawl.testweb`: serve a test web until SIGTERM/SIGINT.
 
-Prints one JSON line when ready: {"ready": true, "port", "seeds", "hosts_file", "log", "sites"}.
+Prints one JSON line when ready: {"ready": true, "port", "seeds", "hosts_file", "log", "sites"}
+(and "hostile": [domains] with --hostile).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--log", type=Path, required=True, help="request log (JSON lines)")
     parser.add_argument("--hosts-out", type=Path, required=True, help="hosts file to write")
     parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    parser.add_argument("--hostile", action="store_true", help="add the hostile sites (127.3.0.x)")
     return parser.parse_args(argv)
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    web = build_web(args.sites, args.pages, args.seed)
+    web = build_web(args.sites, args.pages, args.seed, hostile=args.hostile)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -45,6 +47,8 @@ async def _serve(args: argparse.Namespace) -> int:
             "log": str(args.log),
             "sites": len(web.sites),
         }
+        if web.hostile:
+            ready["hostile"] = [site.domain for site in web.hostile]
         print(json.dumps(ready), flush=True)
         await stop.wait()
     finally:

@@ -7,7 +7,9 @@ Rules, each reported as its own `ViolationKind`:
   at least `per_ip_min_gap_s` apart;
 - per host: the first request is /robots.txt, and no request is for a path its robots.txt
   disallows for `agent_token` (evaluated with protego, like the crawler);
-- every User-Agent names `<agent_token>/` and a contact URL `(+http...)`.
+- every User-Agent names `<agent_token>/` and a contact URL `(+http...)`;
+- per site: after an answer carrying Retry-After R (the log's `retry_after`), no later
+  request to the site starts before that answer's `t_end + R` (RFC 9110 §10.2.3).
 Times compare with `tolerance_s` of slack, for clock rounding in the log. Pure: no I/O.
 """
 
@@ -37,6 +39,7 @@ class ViolationKind(StrEnum):
     ROBOTS_NOT_FIRST = "robots_not_first"
     DISALLOWED = "disallowed"
     BAD_USER_AGENT = "bad_user_agent"
+    RETRY_AFTER_IGNORED = "retry_after_ignored"
 
 
 class PolitenessInputs(TypedDict):
@@ -74,6 +77,7 @@ def check_politeness(
     for site, recs in _grouped(records, lambda r: r.site).items():
         gap_s = max(min_gap_s, delays.get(site, 0.0))
         out += _site_violations(site, recs, gap_s, tolerance_s)
+        out += _retry_after_violations(site, recs, tolerance_s)
     for ip, recs in _grouped(records, lambda r: r.ip).items():
         out += _ip_violations(ip, recs, per_ip_max_in_flight, per_ip_min_gap_s, tolerance_s)
     rules = {host: Protego.parse(text) for host, text in (robots_txt or {}).items()}
@@ -104,6 +108,26 @@ def _site_violations(
             detail = f"{cur.host}{cur.path} started {cur.t_start - prev.t_start:.3f}s after "
             detail += f"{prev.host}{prev.path}; needs {gap_s:.3f}s"
             out.append(Violation(ViolationKind.SITE_TOO_SOON, site, detail))
+    return out
+
+
+def _retry_after_violations(
+    site: str, recs: list[RequestLogRecord], tolerance_s: float
+) -> list[Violation]:
+    out = []
+    waits = [r for r in recs if r.retry_after_s is not None]
+    for cur in recs:
+        # Only answers that ended before `cur` started could have told it to wait.
+        for told in waits:
+            assert told.retry_after_s is not None
+            if told is cur:
+                continue  # an answer cannot tell its own request to wait
+            until = told.t_end + told.retry_after_s
+            if told.t_end <= cur.t_start + tolerance_s and cur.t_start < until - tolerance_s:
+                detail = f"{cur.host}{cur.path} started {until - cur.t_start:.3f}s before "
+                detail += f"the Retry-After {told.retry_after_s:g}s of {told.host}{told.path} ended"
+                out.append(Violation(ViolationKind.RETRY_AFTER_IGNORED, site, detail))
+                break
     return out
 
 

@@ -32,7 +32,8 @@ class TestWebProcess:
     """The test web server as a child process; use as a context manager.
 
     Files (request log, hosts file, server stderr) go to `workdir`, or to a temporary
-    directory that `__exit__` removes.
+    directory that `__exit__` removes. `hostile=True` adds the hostile sites
+    (`TestWeb.hostile_sites()`).
     """
 
     __test__: ClassVar[bool] = False  # not a pytest test class
@@ -46,8 +47,10 @@ class TestWebProcess:
         workdir: Path | None = None,
         port: int | None = None,
         ready_timeout_s: float = 20.0,
+        hostile: bool = False,
     ) -> None:
         self._args = (sites, pages, seed)
+        self._hostile = hostile
         self._own_dir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="trawl-testweb-")) if workdir is None else workdir
@@ -60,7 +63,7 @@ class TestWebProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.seeds: list[str] = []
-        self.web: TestWeb = build_web(sites, pages, seed)
+        self.web: TestWeb = build_web(sites, pages, seed, hostile=hostile)
 
     def __repr__(self) -> str:
         state = "stopped" if self._proc is None else f"pid={self._proc.pid}"
@@ -74,6 +77,8 @@ class TestWebProcess:
         command += ["--hosts-out", str(self.hosts_file)]
         if self._wanted_port is not None:
             command += ["--port", str(self._wanted_port)]
+        if self._hostile:
+            command.append("--hostile")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
             self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)

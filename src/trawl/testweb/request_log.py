@@ -5,6 +5,12 @@ parsed and when the response was written), `host` (Host header without port), `s
 (registered domain as the test web defines it, or the host when unknown), `ip` (local
 address the connection arrived on), `method`, `path` (path and query as received),
 `status`, `ua` (User-Agent) and `bytes` (body bytes sent).
+
+Optional fields, written only when set so older logs and readers stay valid: `aborted`
+(true when the answer ended early: the client went away, or the server stopped; then
+`bytes` counts what was written before) and `retry_after` (seconds from `t_end` the
+answer asked the client to wait, from its Retry-After header). `status` 0 means no
+status line was ever sent.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ class RequestLogRecord:
     status: int
     ua: str
     body_bytes: int
+    aborted: bool = False
+    retry_after_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "t_start": self.t_start,
             "t_end": self.t_end,
             "host": self.host,
@@ -43,6 +51,11 @@ class RequestLogRecord:
             "ua": self.ua,
             "bytes": self.body_bytes,
         }
+        if self.aborted:
+            out["aborted"] = True
+        if self.retry_after_s is not None:
+            out["retry_after"] = self.retry_after_s
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, object]) -> RequestLogRecord:
@@ -63,6 +76,8 @@ class RequestLogRecord:
             status=int(num("status")),
             ua=str(obj["ua"]),
             body_bytes=int(num("bytes")),
+            aborted=obj.get("aborted") is True,
+            retry_after_s=num("retry_after") if obj.get("retry_after") is not None else None,
         )
 
 

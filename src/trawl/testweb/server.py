@@ -5,7 +5,8 @@ one TCP port (picked free on the first address, then reused; on a collision all
 listeners are closed and another port is tried). aiohttp's low-level server parses
 HTTP/1.1 with keep-alive; each request is answered by `Responder` from the Host header,
 and one JSON line per request goes to the request log (line-buffered, so a reader sees
-each record as soon as the response is written).
+each record as soon as the response is written). The hostile sites' addresses, if any,
+are served by `hostile_server.HostileServer` on the same port, into the same log.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from trawl.testweb.answers import Reply, Responder
+from trawl.testweb.hostile_server import HostileServer
 from trawl.testweb.request_log import RequestLogRecord
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ class TestWebServer:
         self._responder: Responder | None = None
         self._low: web.Server | None = None
         self._servers: list[asyncio.Server] = []
+        self._hostile: HostileServer | None = None
         self._served = 0
         self.port = 0
 
@@ -92,9 +95,16 @@ class TestWebServer:
         self.port, listeners = bind_listeners(self._web.ips(), port)
         self._responder = Responder(self._web, self.port)
         self._low = web.Server(self._handle, access_log=None, keepalive_timeout=75)
+        hostile_ips = {site.ip for site in self._web.hostile}
         try:
             for sock in listeners:
-                self._servers.append(await loop.create_server(self._low, sock=sock))
+                if sock.getsockname()[0] not in hostile_ips:
+                    self._servers.append(await loop.create_server(self._low, sock=sock))
+            if hostile_ips:
+                self._hostile = HostileServer(self._web.hostile, self.port, self._write)
+                await self._hostile.start(
+                    [sock for sock in listeners if sock.getsockname()[0] in hostile_ips]
+                )
         except BaseException:
             for sock in listeners:
                 sock.close()
@@ -105,6 +115,8 @@ class TestWebServer:
         """Stop listening, close open connections, flush and close the log."""
         for server in self._servers:
             server.close()
+        if self._hostile is not None:
+            await self._hostile.close()
         if self._low is not None:
             await self._low.shutdown(timeout=0.25)
         for server in self._servers:
@@ -149,5 +161,8 @@ class TestWebServer:
             ua=request.headers.get(hdrs.USER_AGENT, ""),
             body_bytes=sent,
         )
+        self._write(record)
+
+    def _write(self, record: RequestLogRecord) -> None:
         self._log.write(json.dumps(record.to_json()) + "\n")
         self._served += 1

@@ -17,6 +17,7 @@ Rules the generator keeps, so expectations stay simple:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import ClassVar
 
 from protego import Protego
 
+from trawl.testweb.hostile import HostileKind, HostileSite, build_hostile_sites
 from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, Site
 from trawl.testweb.politeness import PolitenessInputs
 from trawl.testweb.robots_variants import RobotsVariant, effective_rules
@@ -33,6 +35,8 @@ __all__ = [
     "DEFAULT_AGENT_TOKEN",
     "Decoration",
     "Form",
+    "HostileKind",
+    "HostileSite",
     "Link",
     "Page",
     "PageKind",
@@ -55,6 +59,9 @@ class TestWeb:
     sites: tuple[Site, ...]
     seed_domains: tuple[str, ...]
     by_host: dict[str, Site] = field(hash=False)
+    # Hostile sites (`build_web(hostile=True)`): served by `hostile_server`, linked from
+    # the first seed's home page, and left out of `expected_fetches`/`expected_robots`.
+    hostile: tuple[HostileSite, ...] = ()
 
     def site_of(self, host: str) -> Site | None:
         return self.by_host.get(host.lower())
@@ -65,7 +72,8 @@ class TestWeb:
 
     def ips(self) -> list[str]:
         """Distinct addresses the server must listen on, in first-use order."""
-        return list(dict.fromkeys(ip for site in self.sites for ip in site.ips))
+        ips = [ip for site in self.sites for ip in site.ips]
+        return list(dict.fromkeys(ips + [site.ip for site in self.hostile]))
 
     def hosts_lines(self, port: int | None = None) -> list[str]:
         """`"IP hostname"` lines for a hosts file (the port is not part of them)."""
@@ -73,7 +81,7 @@ class TestWeb:
             f"{ip} {host}"
             for site in self.sites
             for host, ip in zip(site.hosts, site.ips, strict=True)
-        ]
+        ] + [f"{site.ip} {site.domain}" for site in self.hostile]
 
     def seed_urls(self, port: int) -> list[str]:
         return [f"http://{domain}:{port}/" for domain in self.seed_domains]
@@ -84,7 +92,8 @@ class TestWeb:
         """(hostname, canonical path) pairs a correct crawl from the seeds fetches once.
 
         Includes 404 targets, redirect sources and targets and non-HTML files; excludes
-        robots.txt requests (see `expected_robots`).
+        robots.txt requests (see `expected_robots`) and the hostile sites (see
+        `hostile_bounds`).
         """
         return self._walk(port, agent_token)[0]
 
@@ -100,7 +109,24 @@ class TestWeb:
         """
         delays = {s.domain: s.crawl_delay_s for s in self.sites if s.crawl_delay_s > 0}
         robots = {host: effective_rules(s.robots) for s in self.sites for host in s.hosts}
+        robots.update({site.domain: site.robots_rules for site in self.hostile})
         return PolitenessInputs(crawl_delays=delays, robots_txt=robots)
+
+    def hostile_sites(self) -> tuple[HostileSite, ...]:
+        """The hostile sites, one per `HostileKind` (empty unless built with hostile=True)."""
+        return self.hostile
+
+    def hostile_bounds(self) -> dict[str, int]:
+        """Site -> most page requests (robots.txt excluded) a sane crawler makes there.
+
+        stall/giant/bomb/binary/flaky: a few, retries included; throttle: each page twice
+        (429, then 200); redirects: the loop and the 12-hop chain once each. calendar,
+        repeat, facets, copies and session are infinite or huge: only the crawler's trap
+        rules (depth, repetition, query and session-id stripping, per-site budget) bound
+        them, so their bound is a generous 200. robots-5xx and robots-stall: 0, since an
+        unreadable robots.txt forbids the whole site (RFC 9309 §2.3.1.4).
+        """
+        return {site.domain: site.page_bound for site in self.hostile}
 
     def _walk(self, port: int, agent_token: str) -> tuple[set[tuple[str, str]], set[str]]:
         rules = {s.domain: Protego.parse(effective_rules(s.robots)) for s in self.sites}
@@ -111,7 +137,9 @@ class TestWeb:
         robots_hosts: set[str] = set()
         while queue:
             host, path = queue.popleft()
-            site = self.by_host[host]
+            site = self.by_host.get(host)
+            if site is None:  # a hostile site: judged by `hostile_bounds` instead
+                continue
             robots_hosts.add(host)
             if not rules[site.domain].can_fetch(f"http://{host}:{port}{path}", agent_token):
                 continue
@@ -140,11 +168,13 @@ def build_web(
     seed: int = 1,
     *,
     n_seeds: int = 5,
+    hostile: bool = False,
 ) -> TestWeb:
     """Build a test web of `n_sites` sites of about `pages_per_site` pages each.
 
-    Every robots variant appears once `n_sites >= 12`. Pure: the same arguments give
-    the same web.
+    Every robots variant appears once `n_sites >= 12`. `hostile` adds one hostile site
+    per `HostileKind` (127.3.0.x), linked from the first seed's home page; the other
+    sites and pages stay as without it. Pure: the same arguments give the same web.
     """
     if n_sites < 1 or pages_per_site < 1:
         raise ValueError(f"need >= 1 site and page, got {n_sites=} {pages_per_site=}")
@@ -153,7 +183,25 @@ def build_web(
     ranked = sorted(sites, key=lambda s: (-s.weight, s.index))
     fetchable = [s for s in ranked if _may_crawl_home(s)]
     seeds = tuple(s.domain for s in fetchable[:n_seeds])
-    return TestWeb(sites=tuple(sites), seed_domains=seeds, by_host=by_host)
+    if not hostile:
+        return TestWeb(sites=tuple(sites), seed_domains=seeds, by_host=by_host)
+    hostile_sites = build_hostile_sites()
+    sites = [_link_hostile(s, hostile_sites) if s.domain == seeds[0] else s for s in sites]
+    by_host = {host: site for site in sites for host in site.hosts}
+    return TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+
+
+def _link_hostile(site: Site, hostile: tuple[HostileSite, ...]) -> Site:
+    """`site` with its home page also linking every hostile site's entry paths."""
+    key = (site.domain, "/")
+    home = site.pages[key]
+    extra = tuple(
+        Link(h.domain, path, Form.ABSOLUTE_URL, Decoration.NONE, f"{h.kind} {path}", Place.ASIDE)
+        for h in hostile
+        for path in h.entry_paths
+    )
+    pages = {**site.pages, key: dataclasses.replace(home, links=home.links + extra)}
+    return dataclasses.replace(site, pages=pages)
 
 
 def _may_crawl_home(site: Site) -> bool:
