@@ -22,4 +22,4 @@ class SystemClock:
         """Return no earlier than `at`: event loop timers may fire up to a millisecond early
         (uvloop rounds to ms), and the site clock refuses a start even 0.1 ms early."""
         while (delay := at - time.time()) > 0:
-            await asyncio.sleep(delay)  # noqa: ASYNC110 - a deadline, not a wait for an event
+            await asyncio.sleep(delay)
