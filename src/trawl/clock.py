@@ -21,5 +21,5 @@ class SystemClock:
     async def sleep_until(self, at: float) -> None:
         """Return no earlier than `at`: event loop timers may fire up to a millisecond early
         (uvloop rounds to ms), and the site clock refuses a start even 0.1 ms early."""
-        while (delay := at - time.time()) > 0:
+        while (delay := at - time.time()) > 0:  # noqa: ASYNC110 - a deadline, no event
             await asyncio.sleep(delay)

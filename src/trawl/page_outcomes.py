@@ -101,7 +101,7 @@ class PageOutcomes:
             site=item.site,
             depth=item.depth,
             content_type=result.header("Content-Type") or "",
-            error=result.error or "",
+            error=f"{result.error_kind}: {result.error}" if result.error_kind else "",
         )
         if result.truncated:
             record.extra["truncated"] = "length"
