@@ -52,9 +52,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileRun]:
             Settings(),
             crawl={"contact_url": "https://trawl.invalid/test", "max_time_s": MAX_TIME_S},
             network={"hosts_file": str(web.hosts_file)},
-            fetch={"total_timeout_s": 3.0},
-            politeness={"backoff_max_s": 4.0},
-            traps={"daily_page_cap": 30, "max_depth": 20},
+            # Short timeouts and gaps keep the run near a minute; the 10x-response-time
+            # rule would otherwise space the stalling site's 3 s timeouts 30 s apart.
+            fetch={"total_timeout_s": 3.0, "max_attempts": 2},
+            politeness={"backoff_max_s": 4.0, "slow_factor": 2.0},
+            traps={"daily_page_cap": 20, "max_depth": 20},
         )
         seeds = [(u, "test seed") for u in web.seeds]
         summary = run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
