@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tests.e2e.support import crawl_command
 from warcio.archiveiterator import ArchiveIterator
 
 from trawl.cli import main
@@ -42,14 +43,6 @@ KILL_AFTER_S = (1.5, 6.0)
 # ended in the last commit interval (0.5 s; sites are at least 1 s apart), so 2 per site.
 REFETCH_PER_SITE_PER_KILL = 2
 SITES, PAGES = 12, 8
-
-
-def crawl_command(web: TestWebProcess, data: Path) -> list[str]:
-    return [
-        sys.executable, "-m", "trawl", "crawl", *web.seeds,
-        "--data", str(data), "--hosts-file", str(web.hosts_file),
-        "--contact", "https://trawl.invalid/test", "--max-time", "240",
-    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,6 +127,7 @@ def test_trap_defences_fired_and_were_counted(run: HostileRun) -> None:
     traps = run.summary.traps
     assert traps.get("repeating_path", 0) + traps.get("max_depth", 0) > 0
     assert traps.get("daily_cap", 0) > 0
+    assert traps.get("similar_pages", 0) > 0  # the site of near-identical copies
     assert run.summary.stats.retries  # 429/503/timeouts went back in line
 
 
@@ -136,3 +137,6 @@ def test_host_records_show_the_trouble(run: HostileRun) -> None:
     assert flaky is not None
     assert int(str(flaky["errorCount"])) > 0
     assert flaky["recentErrors"]
+    copies = records.get_host("hostile-copies.test")
+    assert copies is not None
+    assert copies["similarPagesFlag"] is True

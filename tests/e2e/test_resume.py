@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from tests.e2e.support import crawl_command
+
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 from trawl.testweb.robots_variants import RobotsVariant
@@ -19,14 +21,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt"}
-
-
-def crawl_command(web: TestWebProcess, data: Path) -> list[str]:
-    return [
-        sys.executable, "-m", "trawl", "crawl", *web.seeds,
-        "--data", str(data), "--hosts-file", str(web.hosts_file),
-        "--contact", "https://trawl.invalid/test", "--max-time", "240",
-    ]  # fmt: skip
 
 
 def wait_for_requests(web: TestWebProcess, n: int, timeout_s: float) -> None:

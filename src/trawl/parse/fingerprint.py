@@ -24,6 +24,7 @@ Cost bounds, so one ~100 KB page stays under a millisecond:
 
 from __future__ import annotations
 
+from collections import Counter
 from hashlib import blake2b
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ __all__ = ["format_simhash", "hamming", "text_fingerprint"]
 _CHROME_TAGS = ["script", "style", "noscript", "template", "nav", "footer", "svg"]
 _MAX_TEXT_CHARS = 16_384
 _MAX_FEATURES = 512
+_MAX_WEIGHT = 8
 _CACHE_LIMIT = 50_000  # ~6 MB per process at worst
 _hash_cache: dict[str, bytes] = {}
 _SPACE = 1 << 64
@@ -50,12 +52,12 @@ def _visible_text(tree: LexborHTMLParser) -> str:
     return body.text(separator=" ")
 
 
-def _feature_hashes(tokens: set[str]) -> list[bytes]:
+def _feature_hashes(tokens: list[str]) -> list[bytes]:
     cache = _hash_cache
-    missing = tokens.difference(cache.keys())  # one C-level pass; usually few are new
+    missing = set(tokens).difference(cache.keys())  # one C-level pass; usually few are new
     if len(cache) + len(missing) > _CACHE_LIMIT:
         cache.clear()
-        missing = tokens
+        missing = set(tokens)
     for token in missing:
         cache[token] = blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return list(map(cache.__getitem__, tokens))
@@ -91,16 +93,23 @@ def text_fingerprint(html: bytes) -> int:
 
 def fingerprint_tree(tree: LexborHTMLParser) -> int:
     """`text_fingerprint` of a tree from `parse_html`; it strips page chrome from the tree."""
-    tokens = set(_visible_text(tree)[:_MAX_TEXT_CHARS].lower().split())
-    if not tokens:
+    counts = Counter(_visible_text(tree)[:_MAX_TEXT_CHARS].lower().split())
+    if not counts:
         return 0
+    tokens = list(counts)
     digests = _feature_hashes(tokens)
     if len(digests) > _MAX_FEATURES:
         limit = (_SPACE * _MAX_FEATURES // len(digests)).to_bytes(8, "big")
-        digests = [d for d in digests if d < limit]
+        kept = [(d, t) for d, t in zip(digests, tokens, strict=True) if d < limit]
+        digests, tokens = [d for d, _ in kept], [t for _, t in kept]
     if not digests:  # pragma: no cover - only if every hash is above the threshold
         return 0
-    return _majority_bits(b"".join(digests), len(digests))
+    # Weight each word by how often it occurs (capped), as simhash does: repeated
+    # boilerplate then outweighs the few words that differ between near-copies. Unweighted,
+    # a short templated page whose links differ by two item numbers came out 5-11 bits
+    # from its siblings, past the alarm's threshold.
+    weighted = [d * min(counts[t], _MAX_WEIGHT) for d, t in zip(digests, tokens, strict=True)]
+    return _majority_bits(b"".join(weighted), sum(len(w) for w in weighted) // 8)
 
 
 def hamming(a: int, b: int) -> int:
