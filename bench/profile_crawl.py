@@ -22,7 +22,8 @@ from bench.webfarm.nginx import Nginx
 
 # First matching rule wins; each is (stage, substrings of a frame "function (file:line)").
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("parse HTML (selectolax/Lexbor)", ("extract_links",)),
+    ("text fingerprint (simhash)", ("fingerprint_tree",)),
+    ("parse HTML (selectolax/Lexbor)", ("extract_links", "links_of_tree", "parse_html")),
     ("normalise links + urlHash + site", ("normalise_links",)),
     ("WARC record: gzip (ISA-L)", ("gzip_member",)),
     ("WARC record: sha1 digests, headers", ("encode_response_record",)),
@@ -44,6 +45,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("SQLite: page records + events", ("SqliteRecords.put_page",)),
     ("SQLite: frontier (head, lease, done, enqueue)", ("Frontier.",)),
     ("SQLite: commit + host records", ("CrawlContext.commit", "SqliteRecords.commit")),
+    ("trap rules, referrers, similarity", ("traps.py", "note_referrer")),
     ("seen set + discovery bookkeeping", ("CrawlContext.discover", "SeenSet")),
     ("WARC append (write)", ("WarcWriter",)),
     ("robots.txt + politeness", ("robots", "site_clock", "ip_gate", "SiteRequests.take_turn")),

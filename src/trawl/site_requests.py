@@ -132,8 +132,9 @@ class SiteRequests:
             else:
                 ctx.blocked_sites.discard(state.site)
             ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
-            ctx.mark_dirty(state.site)
-            ctx.commit()  # a Crawl-delay must survive a crash: the restart gap depends on it
+            # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
+            ctx.write_host(state.site)
+            ctx.records.commit()
             return
 
     async def _request(

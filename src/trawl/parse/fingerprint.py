@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["format_simhash", "hamming", "text_fingerprint"]
 
 _CHROME_TAGS = ["script", "style", "noscript", "template", "nav", "footer", "svg"]
-_MAX_TEXT_CHARS = 16_384
+_MAX_TEXT_CHARS = 3_072  # ~500 words: enough to tell near-copies; cost grows with it
 _MAX_FEATURES = 512
 _MAX_WEIGHT = 8
 _CACHE_LIMIT = 50_000  # ~6 MB per process at worst
