@@ -1,8 +1,8 @@
 """RSS of a process holding the disk-backed frontier and the seen set, per queued URL.
 
-    python bench/frontier_memory.py            # 1 M, then 10 M queued URLs (a few minutes)
-    python bench/frontier_memory.py --quick    # 1 M, then 2 M
-    python bench/frontier_memory.py --urls 3000000 --sites 100000 --dir /var/tmp
+    python -m bench.frontier_memory            # 1 M, then 10 M queued URLs (a few minutes)
+    python -m bench.frontier_memory --quick    # 1 M, then 2 M
+    python -m bench.frontier_memory --urls 3000000 --sites 100000 --dir /var/tmp
 
 How this works. One process opens a fresh trawl database in a temporary directory, builds a
 `Frontier` over it and a `SeenSet` whose Bloom filter is sized for the whole run (1 % false
@@ -26,7 +26,6 @@ import argparse
 import gc
 import itertools
 import json
-import platform
 import random
 import sqlite3
 import subprocess
@@ -36,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.runinfo import describe_run
 from trawl.frontier.frontier import Frontier
 from trawl.model import CrawlUrl, Line
 from trawl.seen.seen_set import SeenSet
@@ -230,15 +230,8 @@ def run_baseline(n: int) -> dict[str, float]:
 
 # -- report -----------------------------------------------------------------------------------
 def describe(args: argparse.Namespace) -> dict[str, str]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return {
-        "command": " ".join(sys.argv),
-        "commit": commit or "?",
-        "machine": f"{platform.machine()} {platform.platform()} python {platform.python_version()}",
-        "url_source": "string formatting + url_hash (sha256); normalise_url not called",
-    }
+    url_source = "string formatting + url_hash (sha256); normalise_url not called"
+    return {**describe_run(), "url_source": url_source}
 
 
 def summarise(run: FrontierRun, baseline: dict[str, float]) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """Seen-checks per second: the raw Bloom check, and the whole per-link path.
 
-    python bench/seen_rate.py [--hashes 1000000] [--pages 4000] [--repeat 3]
+    python -m bench.seen_rate [--hashes 1000000] [--pages 4000] [--repeat 3]
 
 (a) `SeenSet.add_if_new(url_hash)` on precomputed hashes, all new and then all seen again;
     baseline: the same check-and-add on a Python `set` (exact, ~100 B per URL).
@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import platform
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.runinfo import describe_run
 from trawl.errors import InvalidUrl
 from trawl.seen.seen_set import SeenSet
 from trawl.store.sqlite_db import open_database
@@ -195,14 +193,7 @@ def path_rates(pages: list[Page], repeat: int, make: Callable[[], SeenSet]) -> d
 
 # -- report -----------------------------------------------------------------------------------
 def describe() -> dict[str, str]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return {
-        "command": " ".join(sys.argv),
-        "commit": commit or "?",
-        "machine": f"{platform.machine()} {platform.platform()} python {platform.python_version()}",
-    }
+    return describe_run()
 
 
 def print_report(about: dict[str, str], raw: dict[str, float], path: dict[str, float]) -> None:
