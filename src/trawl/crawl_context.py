@@ -10,16 +10,17 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from trawl.cpu_batches import BatchedWorkers
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
 from trawl.model import CrawlUrl, Line
+from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
     from concurrent.futures import Executor
     from pathlib import Path
 
@@ -88,6 +89,9 @@ class CrawlContext:
         self.fetcher = fetcher
         self.ip_gate = ip_gate
         self.cpu_pool = cpu_pool
+        self.page_workers: BatchedWorkers[PageInput, PageOutput] = BatchedWorkers(
+            cpu_pool, process_pages
+        )
         self.data_dir = data_dir
         self.agent_token = AGENT_TOKEN
         self.owner = socket.gethostname()
@@ -204,9 +208,6 @@ class CrawlContext:
             return False
         waiting = sum(self.frontier.queued_for(site) for site in self.blocked_sites)
         return self.frontier.queued() == waiting
-
-    async def run_cpu(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.cpu_pool, fn, *args)
 
     # -- durability ---------------------------------------------------------------------
     def commit(self, *, hosts: bool = False) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from trawl.errors import InvalidUrl
 from trawl.frontier.traps import TrapReason
 from trawl.model import FetchResult, Line, PageFetchedEvent, PageRecord
-from trawl.page_work import PageInput, PageOutput, process_page
+from trawl.page_work import PageInput, PageOutput
 from trawl.parse.fingerprint import format_simhash
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
@@ -39,7 +39,7 @@ class PageOutcomes:
         record = self._record(item, result)
         event = None
         if result.body is not None and 200 <= result.status < 300 and self._is_stored(result):
-            out: PageOutput = await ctx.run_cpu(process_page, self._page_input(result))
+            out: PageOutput = await ctx.page_workers.run(self._page_input(result))
             record.content_hash = out.content_hash
             record.simhash = format_simhash(out.simhash)
             record.extra.update(_flags(out))

@@ -109,3 +109,15 @@ def normalise_links(hrefs: tuple[str, ...], base_url: str) -> tuple[tuple[FoundL
         seen.add(url)
         out.append(FoundLink(url, url_hash(url), site))
     return tuple(out), bad
+
+
+def process_pages(pages: list[PageInput]) -> list[PageOutput | BaseException]:
+    """`process_page` for a batch (see cpu_batches); a page's failure is returned in its
+    place, to be raised in the task that waits for that page."""
+    out: list[PageOutput | BaseException] = []
+    for page in pages:
+        try:
+            out.append(process_page(page))
+        except Exception as exc:
+            out.append(exc)
+    return out
