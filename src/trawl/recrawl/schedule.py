@@ -1,0 +1,60 @@
+"""When should a page be fetched again? From its change rate and importance (pure).
+
+With changes arriving as a Poisson process of rate λ, the chance that a page has changed
+t seconds after a visit is 1 - e^{-λt}. We come back when that chance reaches
+`target_change_probability` (default one half: t = ln 2 / λ), sooner for important pages
+(the interval is divided by the importance, ≥ 1), and always within [min_interval,
+max_interval]. A page never seen to change drifts towards the maximum: each quiet visit
+doubles its interval (starting from the minimum), as the design asks for quiet pages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RecrawlPolicy:
+    min_interval_s: float = 300.0  # 5 minutes
+    max_interval_s: float = 30 * 86400.0  # 30 days
+    target_change_probability: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_interval_s <= self.max_interval_s:
+            raise ValueError("need 0 < min_interval_s <= max_interval_s")
+        if not 0 < self.target_change_probability < 1:
+            raise ValueError("target_change_probability must be between 0 and 1")
+
+
+def next_interval_s(
+    rate_per_s: float,
+    *,
+    importance: float = 1.0,
+    previous_interval_s: float | None = None,
+    policy: RecrawlPolicy,
+) -> float:
+    """Seconds until the next fetch of a page with this change rate and importance."""
+    if rate_per_s <= 0:
+        base = policy.min_interval_s if previous_interval_s is None else 2 * previous_interval_s
+    else:
+        base = -math.log1p(-policy.target_change_probability) / rate_per_s
+    interval = base / max(importance, 1.0)
+    return min(policy.max_interval_s, max(policy.min_interval_s, interval))
+
+
+def next_fetch_at(
+    fetched_at: float,
+    rate_per_s: float,
+    *,
+    importance: float = 1.0,
+    previous_interval_s: float | None = None,
+    policy: RecrawlPolicy,
+) -> float:
+    """Epoch seconds of the next fetch (the page record's nextFetchAt)."""
+    return fetched_at + next_interval_s(
+        rate_per_s,
+        importance=importance,
+        previous_interval_s=previous_interval_s,
+        policy=policy,
+    )
