@@ -35,7 +35,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "Queue._feed",
             "_ExecutorManagerThread",
             "ProcessPoolExecutor.submit",
-            "run_cpu",
+            "BatchedWorkers",
         ),
     ),
     (

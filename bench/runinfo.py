@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -14,5 +15,8 @@ def describe_run() -> dict[str, str]:
     return {
         "command": " ".join(sys.argv),
         "commit": commit or "?",
-        "machine": f"{platform.machine()} {platform.platform()} python {platform.python_version()}",
+        "machine": (
+            f"{platform.machine()} {os.cpu_count()} cores {platform.platform()}"
+            f" python {platform.python_version()}"
+        ),
     }

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.runinfo import describe_run
 from bench.webfarm.accesslog import NGINX_TOLERANCE_S, read_access_log
 from bench.webfarm.generate import WebSpec, generate_web
 from bench.webfarm.nginx import Nginx
@@ -216,13 +216,9 @@ def main() -> int:
     if "scrapy" in crawlers:
         ensure_scrapy()
     figures = [measure(name, spec, root, max_time, warmup) for name in crawlers]
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
     meta: dict[str, object] = {
+        **describe_run(),
         "command": " ".join(["python -m bench.speed", *sys.argv[1:]]),
-        "commit": commit,
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
         "web": f"{sites} sites x {pages} pages, avg {page_size_kb(spec):.0f} KB (gen {gen_s:.0f}s)",
         "max_time_s": max_time,
         "warmup_s": warmup,

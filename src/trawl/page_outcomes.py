@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 class PageOutcomes:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
-        self._stored_types = tuple(t.lower() for t in ctx.settings.fetch.stored_types)
 
     async def handle(self, lease: Lease, result: FetchResult) -> None:
         ctx = self.ctx
@@ -38,7 +37,8 @@ class PageOutcomes:
             return
         record = self._record(item, result)
         event = None
-        if result.body is not None and 200 <= result.status < 300 and self._is_stored(result):
+        # The fetcher reads a page's body only for fetch.stored_types (HTML).
+        if result.body is not None and 200 <= result.status < 300:
             out: PageOutput = await ctx.page_workers.run(self._page_input(result))
             record.content_hash = out.content_hash
             record.simhash = format_simhash(out.simhash)
@@ -66,7 +66,7 @@ class PageOutcomes:
     def _should_retry(self, lease: Lease, result: FetchResult) -> bool:
         """Outcome `retry`: a transient failure with attempts left goes back in line."""
         ctx = self.ctx
-        transient = result.status in (429, 503) or 500 <= result.status < 600
+        transient = result.status == 429 or 500 <= result.status < 600
         if result.status == 0:
             transient = result.error_kind in RETRIABLE_ERRORS
         if not transient or ctx.frontier.attempts(lease) + 1 >= ctx.settings.fetch.max_attempts:
@@ -106,10 +106,6 @@ class PageOutcomes:
         if result.truncated:
             record.extra["truncated"] = "length"
         return record
-
-    def _is_stored(self, result: FetchResult) -> bool:
-        ctype = (result.header("Content-Type") or "").split(";", 1)[0].strip().lower()
-        return ctype in self._stored_types
 
     def _page_input(self, result: FetchResult) -> PageInput:
         assert result.body is not None

@@ -60,9 +60,6 @@ class Frontier:
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
 
-    def knows_site(self, site: str) -> bool:
-        return self._schedule.best_line(site) is not None
-
     # -- handing out --------------------------------------------------------------------
     def pop_ready_site(self, now: float) -> str | None:
         return self._schedule.pop_ready(now)
@@ -123,9 +120,6 @@ class Frontier:
     def release_site(self, site: str, ready_at: float) -> None:
         self._schedule.release(site, ready_at)
 
-    def delay_site(self, site: str, ready_at: float) -> None:
-        self._schedule.delay(site, ready_at)
-
     def requeue_expired(self, now: float) -> int:
         expired = self._leases.expired(now)
         for lease in expired:
@@ -144,14 +138,8 @@ class Frontier:
     def queued_for(self, site: str) -> int:
         return self._schedule.queued(site)
 
-    def open_leases(self) -> int:
-        return len(self._leases)
-
     def stats(self) -> ScheduleStats:
         return self._schedule.stats()
-
-    def forget_idle_sites(self) -> int:
-        return self._schedule.forget_idle()
 
     def __repr__(self) -> str:
         return f"<Frontier {self._schedule!r} {self._leases!r}>"

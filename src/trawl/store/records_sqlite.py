@@ -103,13 +103,6 @@ class SqliteRecords:
         for (text,) in self._conn.execute("SELECT record FROM pages ORDER BY last_fetched_at"):
             yield page_from_json(_loads(text, "page record"))
 
-    def count_pages(self) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM pages").fetchone()[0])
-
-    def iter_page_hashes(self) -> Iterator[str]:
-        for (url_hash,) in self._conn.execute("SELECT url_hash FROM pages"):
-            yield url_hash
-
     def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
         rows = self._conn.execute(
             "SELECT offset, event FROM events WHERE offset >= ? ORDER BY offset LIMIT ?",
