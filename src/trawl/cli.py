@@ -29,6 +29,7 @@ from trawl.wiring import (
     lock_data_dir,
     normalise_rules,
     normalise_seeds,
+    queue_all_due,
     read_seeds,
 )
 
@@ -48,6 +49,7 @@ class CrawlSummary:
     elapsed_s: float
     sites: int
     queued_left: int
+    turns_by_line: tuple[int, int, int] = (0, 0, 0)  # site turns given to FAST, SLOW, REFRESH
 
 
 def add_crawl_options(p: argparse.ArgumentParser) -> None:
@@ -56,6 +58,12 @@ def add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("trawl-data"), help="data directory")
     p.add_argument("--max-pages", type=int, help="stop after this many pages (robots.txt excluded)")
     p.add_argument("--max-time", type=float, help="stop after this many seconds")
+    p.add_argument(
+        "--continuous",
+        action="store_true",
+        default=None,
+        help="keep crawling and recrawling due pages instead of stopping when the frontier empties",
+    )
     p.add_argument(
         "--resolve",
         action="append",
@@ -85,6 +93,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "max_time_s": args.max_time,
             "user_agent": args.user_agent,
             "contact_url": args.contact,
+            "continuous": args.continuous,
         },
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
@@ -110,6 +119,7 @@ async def run_crawl(
         loop = asyncio.get_running_loop()
         try:
             add_seeds(ctx, valid_seeds)
+            queue_all_due(ctx)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, ctx.request_stop)
             progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
@@ -132,7 +142,8 @@ async def run_crawl(
             {k: v for k, v in ctx.traps.as_dict().items() if v},
             time.monotonic() - started,
             len(ctx.sites),
-            sched.queued_fast + sched.queued_slow,
+            sched.queued_fast + sched.queued_slow + sched.queued_refresh,
+            sched.handed_out,
         )
 
 
@@ -163,6 +174,15 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"
     )
+    fast, slow, refresh = s.turns_by_line
+    if st.refresh_queued or st.sitemap_urls or st.duplicates or st.near_duplicates:
+        out.write(
+            f"refetches {dict(sorted(st.refetches.items()))}, 304s {st.not_modified} "
+            f"({st.bytes_saved} bytes not downloaded), duplicates {st.duplicates}, "
+            f"near-duplicates {st.near_duplicates}, sitemap URLs {st.sitemap_urls} "
+            f"(new {st.sitemap_new}, made due {st.sitemap_due}), "
+            f"turns refresh/discovery {refresh}/{fast + slow}\n"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:

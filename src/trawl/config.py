@@ -21,6 +21,27 @@ if TYPE_CHECKING:
 MiB = 1024 * 1024
 
 
+class Duration(float):
+    """Seconds, written in the config as a number or a string like "2s", "5m", "1.5h", "30d"."""
+
+    UNITS: dict[str, float] = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}  # noqa: RUF012
+
+    @classmethod
+    def parse(cls, text: str) -> Duration:
+        """'5m' -> 300.0; raises ValueError with the accepted forms."""
+        raw = text.strip().lower()
+        unit = cls.UNITS.get(raw[-1:]) if raw else None
+        number = raw[:-1] if unit is not None else raw
+        try:
+            value = float(number) * (unit or 1.0)
+        except ValueError:
+            value = -1.0
+        if not (value >= 0 and value != float("inf")):
+            forms = '30, "2s", "5m", "1h", "30d"'
+            raise ValueError(f"{text!r} is not a duration (use e.g. {forms})")
+        return cls(value)
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlSettings:
     contact_url: str = ""  # required (CLI --contact or config); goes into the User-Agent
@@ -30,6 +51,7 @@ class CrawlSettings:
     concurrency: int = 500  # fetch workers (open connections) at most
     checkpoint_interval_s: float = 60.0
     commit_interval_s: float = 0.5  # page records and events are committed in batches
+    continuous: bool = False  # keep crawling and recrawling when the frontier empties
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +106,34 @@ class TrapSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RecrawlSettings:
+    """When known pages are fetched again (recrawl.schedule) and how fetch slots are shared."""
+
+    min_interval: Duration = Duration(300.0)  # noqa: RUF009  # an immutable float
+    max_interval: Duration = Duration(30 * 86400.0)  # noqa: RUF009
+    refresh_share: float = 0.6  # of hand-outs go to due pages when discovery also waits
+    target_change_probability: float = 0.5
+    history_visits: int = 16  # visits kept per page for the change-rate estimate
+    copy_heavy_share: float = 0.5  # near-copies among a site's pages that make it copy-heavy
+    copy_heavy_factor: float = 4.0  # recrawl intervals of a copy-heavy site are this much longer
+    due_batch: int = 2000  # due pages moved to the frontier per scheduler tick
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapSettings:
+    enabled: bool = True
+    max_urls_per_site: int = 50_000  # sitemap entries taken from one site per day
+    max_files_per_site: int = 50  # sitemap files (indexes and children) fetched per site per day
+    max_bytes: int = 50 * MiB  # uncompressed, per file (sitemaps.org limit)
+
+
+@dataclass(frozen=True, slots=True)
+class DedupSettings:
+    near_max_distance: int = 3  # simhash bits; at most 3 (the index is built for it)
+    near_min_tokens: int = 50  # pages with less main text are not matched as near-copies
+
+
+@dataclass(frozen=True, slots=True)
 class SeenSettings:
     expected_urls: int = 10_000_000
     false_positive_rate: float = 0.01
@@ -123,6 +173,9 @@ class Settings:
     fetch: FetchSettings = field(default_factory=FetchSettings)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)
     traps: TrapSettings = field(default_factory=TrapSettings)
+    recrawl: RecrawlSettings = field(default_factory=RecrawlSettings)
+    sitemaps: SitemapSettings = field(default_factory=SitemapSettings)
+    dedup: DedupSettings = field(default_factory=DedupSettings)
     seen: SeenSettings = field(default_factory=SeenSettings)
     urls: UrlSettings = field(default_factory=UrlSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
@@ -143,6 +196,20 @@ class Settings:
             raise ConfigError("seen.false_positive_rate must be between 0 and 1")
         if not 0 <= self.frontier.fast_share <= 1:
             raise ConfigError("frontier.fast_share must be between 0 and 1")
+        r = self.recrawl
+        if not 0 < r.min_interval <= r.max_interval:
+            raise ConfigError(
+                f"recrawl: need 0 < min_interval ({r.min_interval:g} s)"
+                f" <= max_interval ({r.max_interval:g} s)"
+            )
+        if not 0 <= r.refresh_share <= 1:
+            raise ConfigError("recrawl.refresh_share must be between 0 and 1")
+        if not 0 < r.target_change_probability < 1:
+            raise ConfigError("recrawl.target_change_probability must be between 0 and 1")
+        _require_positive("recrawl.history_visits", r.history_visits)
+        _require_positive("recrawl.due_batch", r.due_batch)
+        if not 0 <= self.dedup.near_max_distance <= 3:
+            raise ConfigError("dedup.near_max_distance must be between 0 and 3")
         if not -1 <= self.storage.warc_compress_level <= 3:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         return self
@@ -196,6 +263,13 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
         return tuple(value)
+    if hint is Duration:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return Duration(value)
+        try:
+            return Duration.parse(value) if isinstance(value, str) else Duration.parse(repr(value))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
     if hint is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")

@@ -16,6 +16,7 @@ from trawl.site_requests import SiteRequests
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
+    from trawl.model import Line
 
 
 class Crawler:
@@ -33,26 +34,27 @@ class Crawler:
             tasks.create_task(ctx.commit_loop())
             while not ctx.should_stop():
                 await self._turns.acquire()
-                site = ctx.take_site()
-                if site is None:
+                turn = ctx.take_site()
+                if turn is None:
                     self._turns.release()
                     if ctx.is_finished():
                         break
                     await self._wait_for_work()
                     continue
-                tasks.create_task(self._site_turn(site))
+                tasks.create_task(self._site_turn(*turn))
             ctx.request_stop()
 
-    async def _site_turn(self, site: str) -> None:
+    async def _site_turn(self, site: str, line: Line) -> None:
         """1-2: choose the site's next request and make it; 3-7 run after release."""
         ctx = self.ctx
         ctx.in_flight += 1
         try:
-            lease = await self.requests.take_turn(site)
+            lease = await self.requests.take_turn(site, line)
             if lease is not None:
-                result = await self.requests.fetch_page(lease)
+                previous = ctx.previous_record(lease.item)
+                result = await self.requests.fetch_page(lease, previous)
                 ctx.release_site(site)
-                await self.outcomes.handle(lease, result)
+                await self.outcomes.handle(lease, result, previous)
         finally:
             ctx.release_site(site)  # idempotent: a no-op when already released
             ctx.in_flight -= 1

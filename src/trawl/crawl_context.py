@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from trawl.cpu_batches import BatchedWorkers
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
-from trawl.model import CrawlUrl, Line
+from trawl.model import CrawlUrl, Line, PageRecord
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
+from trawl.recrawl.schedule import RecrawlPolicy
 
 if TYPE_CHECKING:
     import sqlite3
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from trawl.frontier.traps import TrapPolicy
     from trawl.politeness.ip_gate import IpGate
     from trawl.seen.seen_set import SeenSet
+    from trawl.store.fingerprints_sqlite import SqliteFingerprints
     from trawl.store.records_sqlite import SqliteRecords
     from trawl.store.warc import WarcWriter
     from trawl.urls.normalise import NormaliseRules
@@ -51,6 +53,17 @@ class CrawlStats:
     retries: dict[str, int] = field(default_factory=dict)  # outcome `retry`, by cause
     statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"
     errors: int = 0
+    # Freshness (issue 5)
+    refetches: dict[str, int] = field(default_factory=dict)  # "changed" / "unchanged"
+    not_modified: int = 0  # 304 answers to conditional refetches
+    bytes_saved: int = 0  # body bytes those 304s did not send (the stored copies' sizes)
+    revisits: int = 0  # WARC revisit records written instead of a body
+    duplicates: int = 0  # exact copies of a page stored under another URL
+    near_duplicates: int = 0
+    refresh_queued: int = 0  # due pages moved to the frontier
+    sitemap_urls: int = 0  # URLs read from sitemaps (after the site and cap checks)
+    sitemap_new: int = 0  # of those, URLs that were new
+    sitemap_due: int = 0  # known pages made due by a newer lastmod
 
     def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
         table[key] = table.get(key, 0) + n
@@ -73,8 +86,16 @@ class CrawlContext:
         data_dir: Path,
         rules: NormaliseRules,
         trap_policy: TrapPolicy,
+        fingerprints: SqliteFingerprints,
         resumed: bool = False,
     ) -> None:
+        self.fingerprints = fingerprints
+        r = settings.recrawl
+        self.recrawl_policy = RecrawlPolicy(
+            min_interval_s=r.min_interval,
+            max_interval_s=r.max_interval,
+            target_change_probability=r.target_change_probability,
+        )
         self.resumed = resumed  # the data directory held a crawl before this process
         self.rules = rules
         self.trap_policy = trap_policy
@@ -135,11 +156,17 @@ class CrawlContext:
             self.sites[site] = state
         return state
 
-    def take_site(self) -> str | None:
-        site = self.frontier.pop_ready_site(self.clock.now())
-        if site is not None:
-            self._busy.add(site)
-        return site
+    def take_site(self) -> tuple[str, Line] | None:
+        """A site whose turn has come and the line its turn serves; it is busy until
+        `release_site`."""
+        turn = self.frontier.pop_ready_site(self.clock.now())
+        if turn is not None:
+            self._busy.add(turn[0])
+        return turn
+
+    def previous_record(self, item: CrawlUrl) -> PageRecord | None:
+        """The page's record before this fetch, for a refetch (conditional GET, history)."""
+        return self.records.get_page(item.url_hash) if item.line is Line.REFRESH else None
 
     def release_site(self, site: str) -> None:
         """Hand the site back to the frontier at its clock's next allowed time (idempotent)."""
@@ -184,6 +211,33 @@ class CrawlContext:
         self.frontier.enqueue(item, ready_at=ready_at)
         return True
 
+    # -- recrawl ------------------------------------------------------------------------
+    def queue_due_pages(self) -> int:
+        """Move pages whose nextFetchAt has come to the frontier's REFRESH line.
+
+        They bypass the seen set (they are known) and leave the due index in the same
+        transaction, so a crash neither loses nor doubles a refetch.
+        """
+        now = self.clock.now()
+        due = self.records.take_due(now, self.settings.recrawl.due_batch)
+        for page in due:
+            item = CrawlUrl(
+                page.url,
+                page.url_hash,
+                page.site,
+                page.depth,
+                Line.REFRESH,
+                now,
+                page.kind,
+                page.importance,
+            )
+            state = self.sites.get(page.site)
+            self.frontier.enqueue(
+                item, ready_at=0.0 if state is None else state.clock.next_allowed_at
+            )
+        self.stats.refresh_queued += len(due)
+        return len(due)
+
     # -- limits -------------------------------------------------------------------------
     def may_start_page(self) -> bool:
         max_pages = self.settings.crawl.max_pages
@@ -204,7 +258,7 @@ class CrawlContext:
         Those stay queued (a rerun or a continuous crawl retries them); a one-shot crawl
         does not sit out robots retry waits of up to an hour.
         """
-        if self.in_flight:
+        if self.in_flight or self.settings.crawl.continuous:
             return False
         waiting = sum(self.frontier.queued_for(site) for site in self.blocked_sites)
         return self.frontier.queued() == waiting
@@ -253,10 +307,14 @@ class CrawlContext:
                     await self._stop_event.wait()
             except TimeoutError:
                 pass
+            if s.continuous:
+                self.queue_due_pages()
             self.commit()
             self.frontier.requeue_expired(self.clock.now())
             if self.clock.now() - self._last_checkpoint >= s.checkpoint_interval_s:
                 self.checkpoint()
+                if s.continuous:
+                    self.frontier.forget_idle_sites()
 
     async def close(self) -> None:
         """Final checkpoint and release of every resource; idempotent."""

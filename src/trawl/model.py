@@ -20,10 +20,23 @@ def first_header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
 
 
 class Line(IntEnum):
-    """Priority lines of the frontier's front layer; lower value is served first."""
+    """Lines of the frontier's front layer.
+
+    FAST and SLOW hold discovery work (new URLs, by score); REFRESH holds known pages whose
+    nextFetchAt has come. Fetch slots are shared between refresh and discovery by
+    `recrawl.refresh_share`, and between fast and slow by `frontier.fast_share`.
+    """
 
     FAST = 0
     SLOW = 1
+    REFRESH = 2
+
+
+class UrlKind(IntEnum):
+    """What a queued URL is expected to be, which decides how its answer is handled."""
+
+    PAGE = 0
+    SITEMAP = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +49,9 @@ class CrawlUrl:
     depth: int
     line: Line
     discovered_at: float
+    kind: UrlKind = UrlKind.PAGE
+    score: float = 0.0
+    score_parts: str = ""  # JSON of the score's parts, kept on the frontier entry
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -105,6 +121,16 @@ class PageRecord:
     content_type: str = ""
     redirect_to: str = ""
     error: str = ""
+    # Recrawl and duplicates (issue 5). `http_status` is the status of the content the record
+    # describes; `last_status` is the latest answer (304 when a conditional GET revalidated).
+    last_status: int = 0
+    visits: list[list[float]] = field(default_factory=list)  # [interval_s, changed 0/1]
+    importance: float = 1.0
+    body_bytes: int = 0  # decoded body size of the stored content
+    warc_record_id: str = ""  # WARC record (response or revisit) written for the last fetch
+    duplicate_of: str = ""  # URL whose identical body this page shares (exact copy)
+    near_duplicate_of: str = ""  # URL of the main copy this page nearly duplicates
+    kind: UrlKind = UrlKind.PAGE
     extra: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
@@ -125,6 +151,14 @@ class PageRecord:
             "contentType": self.content_type,
             "redirectTo": self.redirect_to,
             "error": self.error,
+            "lastStatus": self.last_status,
+            "visits": self.visits,
+            "importance": self.importance,
+            "bodyBytes": self.body_bytes,
+            "warcRecordId": self.warc_record_id,
+            "duplicateOf": self.duplicate_of,
+            "nearDuplicateOf": self.near_duplicate_of,
+            "kind": self.kind.name.lower(),
         }
         out.update(self.extra)
         return out

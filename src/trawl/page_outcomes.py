@@ -7,13 +7,15 @@ the same transaction as the record and the links it adds to the frontier.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
 from trawl.frontier.traps import TrapReason
-from trawl.model import FetchResult, Line, PageFetchedEvent, PageRecord
+from trawl.model import FetchResult, Line, PageRecord
 from trawl.page_work import PageInput, PageOutput
-from trawl.parse.fingerprint import format_simhash
+from trawl.recrawl.visits import add_visit, plan_refetch
+from trawl.stored_content import StoredContent
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
 
@@ -29,39 +31,93 @@ if TYPE_CHECKING:
 class PageOutcomes:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
+        self.content = StoredContent(ctx)
 
-    async def handle(self, lease: Lease, result: FetchResult) -> None:
+    async def handle(self, lease: Lease, result: FetchResult, previous: PageRecord | None) -> None:
+        """`previous` is the page's record before this fetch (refetches only)."""
         ctx = self.ctx
         item = lease.item
         if self._should_retry(lease, result):
             return
-        record = self._record(item, result)
+        record = self._record(item, result, previous)
         event = None
+        changed: bool | None = None  # None: nothing to compare with
+        if result.status == 304 and previous is not None:
+            record, changed = self._not_modified(record, previous, result), False
         # The fetcher reads a page's body only for fetch.stored_types (HTML).
-        if result.body is not None and 200 <= result.status < 300:
-            out: PageOutput = await ctx.page_workers.run(self._page_input(result))
-            record.content_hash = out.content_hash
-            record.simhash = format_simhash(out.simhash)
-            record.extra.update(_flags(out))
-            state = ctx.site_state(item.site)
-            if out.simhash and state.traps.note_page(out.simhash):
-                ctx.traps.count(TrapReason.SIMILAR_PAGES)
-            if out.warc_record is not None:
-                record.storage_key = ctx.warc.append(out.warc_record)
-                event = _event(record)
-                ctx.stats.pages_stored += 1
-            ctx.stats.links_found += len(out.links)
-            for link in out.links:
-                if link.site != item.site:
-                    ctx.note_referrer(link.site, item.site)
-                line = Line.FAST if _is_home_of_new_site(link.url, link.site, item) else Line.SLOW
-                if ctx.discover(link.url, link.url_hash, link.site, item.depth + 1, line,
-                                must_crawl=False):  # fmt: skip
-                    ctx.stats.links_new += 1
+        elif result.body is not None and 200 <= result.status < 300:
+            known = previous.content_hash if previous is not None else ""
+            out: PageOutput = await ctx.page_workers.run(self._page_input(result, known))
+            if previous is not None:
+                changed = out.content_hash != previous.content_hash
+            event = self.content.store(item, result, record, out, previous)
+            self._queue_links(item, out)
         elif 300 <= result.status < 400:
             self._follow_redirect(item, result, record)
+        if previous is not None and changed is None:
+            changed = result.status != previous.http_status
+        self._plan_refetch(item, record, previous, changed)
         ctx.records.put_page(record, event)
         ctx.frontier.done(lease)
+
+    def _queue_links(self, item: CrawlUrl, out: PageOutput) -> None:
+        ctx = self.ctx
+        state = ctx.site_state(item.site)
+        if out.simhash and state.traps.note_page(out.simhash):
+            ctx.traps.count(TrapReason.SIMILAR_PAGES)
+        ctx.stats.links_found += len(out.links)
+        for link in out.links:
+            if link.site != item.site:
+                ctx.note_referrer(link.site, item.site)
+            line = Line.FAST if _is_home_of_new_site(link.url, link.site, item) else Line.SLOW
+            if ctx.discover(link.url, link.url_hash, link.site, item.depth + 1, line,
+                            must_crawl=False):  # fmt: skip
+                ctx.stats.links_new += 1
+
+    def _not_modified(
+        self, record: PageRecord, previous: PageRecord, result: FetchResult
+    ) -> PageRecord:
+        """A 304: the stored copy is still current; nothing downloaded, nothing stored."""
+        ctx = self.ctx
+        ctx.stats.not_modified += 1
+        ctx.stats.bytes_saved += previous.body_bytes
+        return dataclasses.replace(
+            previous,
+            last_fetched_at=record.last_fetched_at,
+            last_status=304,
+            etag=result.header("ETag") or previous.etag,
+            last_modified=result.header("Last-Modified") or previous.last_modified,
+            extra=dict(previous.extra),
+        )
+
+    def _plan_refetch(
+        self, item: CrawlUrl, record: PageRecord, previous: PageRecord | None, changed: bool | None
+    ) -> None:
+        """changeRate and nextFetchAt from the visit history (recrawl.visits)."""
+        ctx = self.ctx
+        r = ctx.settings.recrawl
+        visits = previous.visits if previous is not None else []
+        previous_interval = None
+        if previous is not None and changed is not None:
+            elapsed = record.last_fetched_at - previous.last_fetched_at
+            visits = add_visit(visits, elapsed, changed, keep=r.history_visits)
+            if previous.next_fetch_at > previous.last_fetched_at:
+                previous_interval = previous.next_fetch_at - previous.last_fetched_at
+            ctx.stats.count(ctx.stats.refetches, "changed" if changed else "unchanged")
+        state = ctx.site_state(item.site)
+        plan = plan_refetch(
+            visits,
+            record.last_fetched_at,
+            importance=record.importance,
+            slowdown=state.recrawl_slowdown(
+                copy_share=r.copy_heavy_share, factor=r.copy_heavy_factor
+            ),
+            previous_interval_s=previous_interval,
+            policy=ctx.recrawl_policy,
+        )
+        record.visits = plan.visits
+        record.change_rate = plan.change_rate
+        record.next_fetch_at = plan.next_fetch_at
 
     def _should_retry(self, lease: Lease, result: FetchResult) -> bool:
         """Outcome `retry`: a transient failure with attempts left goes back in line."""
@@ -79,7 +135,9 @@ class PageOutcomes:
         ctx.frontier.retry(lease)
         return True
 
-    def _record(self, item: CrawlUrl, result: FetchResult) -> PageRecord:
+    def _record(
+        self, item: CrawlUrl, result: FetchResult, previous: PageRecord | None
+    ) -> PageRecord:
         ctx = self.ctx
         state = ctx.site_state(item.site)
         ctx.stats.pages_fetched += 1
@@ -102,12 +160,15 @@ class PageOutcomes:
             depth=item.depth,
             content_type=result.header("Content-Type") or "",
             error=f"{result.error_kind}: {result.error}" if result.error_kind else "",
+            last_status=result.status,
+            importance=item_importance(item, previous),
+            kind=item.kind,
         )
         if result.truncated:
             record.extra["truncated"] = "length"
         return record
 
-    def _page_input(self, result: FetchResult) -> PageInput:
+    def _page_input(self, result: FetchResult, known_content_hash: str) -> PageInput:
         assert result.body is not None
         return PageInput(
             url=result.url,
@@ -120,6 +181,7 @@ class PageOutcomes:
             agent_token=self.ctx.agent_token,
             store_body=True,
             warc_level=self.ctx.settings.storage.warc_compress_level,
+            known_content_hash=known_content_hash,
         )
 
     def _follow_redirect(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
@@ -137,24 +199,9 @@ class PageOutcomes:
         self.ctx.discover(target, url_hash(target), site, item.depth, item.line, must_crawl=False)
 
 
-def _event(record: PageRecord) -> PageFetchedEvent:
-    return PageFetchedEvent(
-        url=record.url,
-        url_hash=record.url_hash,
-        storage_key=record.storage_key,
-        content_hash=record.content_hash,
-        http_status=record.http_status,
-        fetched_at=record.last_fetched_at,
-    )
-
-
-def _flags(out: PageOutput) -> dict[str, str]:
-    flags = {}
-    if out.noindex:
-        flags["noindex"] = "true"
-    if out.nofollow:
-        flags["nofollow"] = "true"
-    return flags
+def item_importance(item: CrawlUrl, previous: PageRecord | None) -> float:
+    """Recrawl weight of a URL from its frontier score (placeholder until scoring lands)."""
+    return previous.importance if previous is not None else 1.0
 
 
 def _is_home_of_new_site(url: str, site: str, parent: CrawlUrl) -> bool:

@@ -19,6 +19,7 @@ from trawl.store.warc_record import (
     EncodedRecord,
     encode_response_record,
     rewrite_head_for_decoded,
+    sha1_digest,
 )
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import site_of_normalised
@@ -46,6 +47,9 @@ class PageInput(NamedTuple):
     agent_token: str
     store_body: bool
     warc_level: int = -1  # -1: the encoder's measured default
+    # The content hash of the page's stored copy (on a refetch): an unchanged body is not
+    # WARC-encoded again, since it will be written as a revisit record.
+    known_content_hash: str = ""
 
 
 class FoundLink(NamedTuple):
@@ -62,6 +66,8 @@ class PageOutput(NamedTuple):
     nofollow: bool
     bad_links: int  # hrefs that could not be normalised (mailto:, javascript:, junk)
     simhash: int  # 64-bit fingerprint of the visible text (parse.fingerprint)
+    payload_digest: str  # WARC-Payload-Digest of the body, for revisit records
+    text_tokens: int  # tokens the simhash saw; too few and near-copy matching is skipped
 
 
 def content_hash(body: bytes) -> str:
@@ -73,11 +79,13 @@ def process_page(page: PageInput) -> PageOutput:
     tree = parse_html(page.body)
     parsed = links_of_tree(tree, page.url, agent_token=page.agent_token)
     simhash = fingerprint_tree(tree)  # after the links: it strips nav and footer
+    tokens = 64
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
     record = None
-    if page.store_body and not noindex:
+    digest = content_hash(page.body)
+    if page.store_body and not noindex and digest != page.known_content_hash:
         head = rewrite_head_for_decoded(page.http_head, len(page.body))
         record = encode_response_record(
             url=page.url,
@@ -89,7 +97,10 @@ def process_page(page: PageInput) -> PageOutput:
             level=DEFAULT_LEVEL if page.warc_level < 0 else page.warc_level,
         )
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
-    return PageOutput(content_hash(page.body), record, links, noindex, nofollow, bad, simhash)
+    payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
+    return PageOutput(
+        digest, record, links, noindex, nofollow, bad, simhash, payload_digest, tokens
+    )
 
 
 def normalise_links(hrefs: tuple[str, ...], base_url: str) -> tuple[tuple[FoundLink, ...], int]:

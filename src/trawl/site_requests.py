@@ -11,7 +11,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from trawl.errors import FetchError
-from trawl.model import FetchResult
+from trawl.model import FetchResult, UrlKind
 from trawl.politeness.retry_after import parse_retry_after
 from trawl.politeness.robots import (
     RobotsRules,
@@ -25,7 +25,7 @@ from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
-    from trawl.model import Lease
+    from trawl.model import Lease, Line, PageRecord
     from trawl.politeness.site_state import SiteState
 
 _MAX_SKIPS_PER_TURN = 200  # disallowed URLs dropped in one turn before yielding
@@ -35,15 +35,16 @@ class SiteRequests:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
 
-    async def take_turn(self, site: str) -> Lease | None:
-        """Lease the site's next allowed URL, or spend the turn on robots.txt (None)."""
+    async def take_turn(self, site: str, line: Line | None = None) -> Lease | None:
+        """Lease the site's next allowed URL (from `line`'s kind of work when it has some),
+        or spend the turn on robots.txt (None)."""
         ctx = self.ctx
         state = ctx.site_state(site)
         now = ctx.clock.now()
         if not state.clock.is_ready(now):
             return None  # released at its clock's time
         for _ in range(_MAX_SKIPS_PER_TURN):
-            queued = ctx.frontier.head(site)
+            queued = ctx.frontier.head(site, line)
             if queued is None:
                 return None
             origin = origin_of(queued.item.url)
@@ -78,9 +79,16 @@ class SiteRequests:
         ctx.mark_dirty(state.site)
         return True
 
-    async def fetch_page(self, lease: Lease) -> FetchResult:
+    async def fetch_page(self, lease: Lease, previous: PageRecord | None) -> FetchResult:
+        """GET the leased URL; a refetch asks only for a changed copy (RFC 9110 13.1)."""
         state = self.ctx.site_state(lease.item.site)
-        return await self._request(state, lease.item.url)
+        headers = conditional_headers(previous)
+        if lease.item.kind is UrlKind.SITEMAP:
+            max_bytes = self.ctx.settings.sitemaps.max_bytes
+            return await self._request(
+                state, lease.item.url, read_any_type=True, max_body_bytes=max_bytes, headers=headers
+            )
+        return await self._request(state, lease.item.url, headers=headers)
 
     async def fetch_robots(
         self, state: SiteState, origin: str, previous: RobotsRules | None
@@ -144,6 +152,7 @@ class SiteRequests:
         *,
         read_any_type: bool = False,
         max_body_bytes: int | None = None,
+        headers: dict[str, str] | None = None,
     ) -> FetchResult:
         ctx = self.ctx
         start = ctx.clock.now()
@@ -163,7 +172,11 @@ class SiteRequests:
         result: FetchResult | None = None
         try:
             result = await ctx.fetcher.fetch(
-                url, read_any_type=read_any_type, max_body_bytes=max_body_bytes, ip=ip
+                url,
+                headers=headers,
+                read_any_type=read_any_type,
+                max_body_bytes=max_body_bytes,
+                ip=ip,
             )
             return result
         finally:
@@ -182,6 +195,18 @@ class SiteRequests:
             )
             if result is not None and result.body is not None:
                 ctx.stats.bytes_downloaded += len(result.body)
+
+
+def conditional_headers(previous: PageRecord | None) -> dict[str, str] | None:
+    """If-None-Match / If-Modified-Since from the stored copy's validators, if it has any."""
+    if previous is None or not previous.storage_key:
+        return None  # nothing stored to fall back on: a 304 would leave us without a copy
+    headers = {}
+    if previous.etag:
+        headers["If-None-Match"] = previous.etag
+    if previous.last_modified:
+        headers["If-Modified-Since"] = previous.last_modified
+    return headers or None
 
 
 def _same_site(url: str, site: str) -> bool:

@@ -29,6 +29,7 @@ from trawl.model import Line
 from trawl.page_work import init_worker
 from trawl.politeness.ip_gate import IpGate
 from trawl.seen.seen_set import SeenSet
+from trawl.store.fingerprints_sqlite import SqliteFingerprints
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import WarcWriter, recover_tail
@@ -137,7 +138,10 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
     resumed = (data_dir / DB_NAME).exists()
     conn = open_database(data_dir / DB_NAME)
     frontier = Frontier(
-        conn, lease_s=settings.frontier.lease_s, fast_share=settings.frontier.fast_share
+        conn,
+        lease_s=settings.frontier.lease_s,
+        fast_share=settings.frontier.fast_share,
+        refresh_share=settings.recrawl.refresh_share,
     )
     frontier.load()
     seen = SeenSet(
@@ -174,6 +178,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         data_dir=data_dir,
         rules=rules,
         trap_policy=trap_policy(settings),
+        fingerprints=SqliteFingerprints(conn),
         resumed=resumed,
     )
 
@@ -206,6 +211,18 @@ def normalise_seeds(
             raise ConfigError(f"{where}: {raw!r} is not a crawlable http(s) URL ({exc})") from None
         out.append((url, url_hash(url), site))
     return out
+
+
+def queue_all_due(ctx: CrawlContext) -> int:
+    """Queue every page already due when a crawl starts (a continuous crawl then keeps
+    queueing them as they come due; a one-shot crawl refreshes only these)."""
+    total = 0
+    while n := ctx.queue_due_pages():
+        total += n
+        if n < ctx.settings.recrawl.due_batch:
+            break
+    ctx.commit()
+    return total
 
 
 def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:

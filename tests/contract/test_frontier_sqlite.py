@@ -41,11 +41,11 @@ def test_one_site_is_handed_out_to_one_task_at_a_time(tmp_path: Path) -> None:
     f = _frontier(tmp_path)
     for i in range(3):
         f.enqueue(_url("a.test", str(i)))
-    assert f.pop_ready_site(0.0) == "a.test"
+    assert f.pop_ready_site(0.0) == ("a.test", Line.SLOW)
     assert f.pop_ready_site(0.0) is None
     f.release_site("a.test", ready_at=1.0)
     assert f.pop_ready_site(0.5) is None
-    assert f.pop_ready_site(1.0) == "a.test"
+    assert f.pop_ready_site(1.0) == ("a.test", Line.SLOW)
 
 
 def test_expired_lease_goes_back_in_line(tmp_path: Path) -> None:

@@ -10,23 +10,28 @@ from trawl.frontier.site_schedule import SiteSchedule
 from trawl.model import Line
 
 
+def pop(s: SiteSchedule, now: float) -> str | None:
+    turn = s.pop_ready(now)
+    return None if turn is None else turn[0]
+
+
 def test_site_is_not_handed_out_before_its_ready_time() -> None:
     s = SiteSchedule()
     s.add_work("a.test", Line.SLOW, 1, ready_at=10.0)
-    assert s.pop_ready(9.99) is None
+    assert pop(s, 9.99) is None
     assert s.next_ready_at() == 10.0
-    assert s.pop_ready(10.0) == "a.test"
+    assert pop(s, 10.0) == "a.test"
 
 
 def test_busy_site_is_never_handed_out_twice() -> None:
     s = SiteSchedule()
     s.add_work("a.test", Line.SLOW, 5)
-    assert s.pop_ready(0.0) == "a.test"
+    assert pop(s, 0.0) == "a.test"
     s.add_work("a.test", Line.FAST, 1)  # more work while busy must not re-queue it
-    assert s.pop_ready(100.0) is None
+    assert pop(s, 100.0) is None
     s.release("a.test", ready_at=101.0)
-    assert s.pop_ready(100.5) is None
-    assert s.pop_ready(101.0) == "a.test"
+    assert pop(s, 100.5) is None
+    assert pop(s, 101.0) == "a.test"
 
 
 def test_release_of_a_free_site_is_a_bug() -> None:
@@ -41,7 +46,7 @@ def test_fast_line_served_first_but_slow_line_not_starved() -> None:
     for i in range(40):
         s.add_work(f"fast{i}.test", Line.FAST)
         s.add_work(f"slow{i}.test", Line.SLOW)
-    picks = [s.pop_ready(0.0) for _ in range(40)]
+    picks = [pop(s, 0.0) for _ in range(40)]
     fast = sum(1 for p in picks if p is not None and p.startswith("fast"))
     assert fast == 30  # exactly the configured share while both lines have ready sites
     assert picks[0] is not None
@@ -51,10 +56,10 @@ def test_fast_line_served_first_but_slow_line_not_starved() -> None:
 def test_site_without_work_is_dropped_when_it_surfaces() -> None:
     s = SiteSchedule()
     s.add_work("a.test", Line.SLOW, 1)
-    assert s.pop_ready(0.0) == "a.test"
+    assert pop(s, 0.0) == "a.test"
     s.take_work("a.test", Line.SLOW)
     s.release("a.test", 1.0)
-    assert s.pop_ready(5.0) is None
+    assert pop(s, 5.0) is None
     assert s.next_ready_at() is None
     assert s.forget_idle() == 1
     assert s.stats().sites == 0
@@ -73,8 +78,8 @@ def test_delay_moves_a_waiting_site_later_only() -> None:
     s.delay("a.test", 3.0)  # earlier: ignored
     assert s.next_ready_at() == 5.0
     s.delay("a.test", 8.0)
-    assert s.pop_ready(6.0) is None
-    assert s.pop_ready(8.0) == "a.test"
+    assert pop(s, 6.0) is None
+    assert pop(s, 8.0) == "a.test"
 
 
 @given(
@@ -95,17 +100,60 @@ def test_handed_out_sites_are_ready_and_never_busy(adds: list[tuple[int, Line, f
     busy: set[str] = set()
     now = 0.0
     while now <= 60.0:
-        site = s.pop_ready(now)
-        if site is None:
+        turn = s.pop_ready(now)
+        if turn is None:
             now += 1.0
             continue
+        site, line = turn
         assert site not in busy
         assert ready_at[site] <= now
         busy.add(site)
-        line = s.best_line(site)
-        assert line is not None
-        s.take_work(site, line)
+        s.take_work(site, line)  # the line handed out always has work
         ready_at[site] = now + 1.0
         s.release(site, now + 1.0)
         busy.discard(site)
-    assert s.stats().queued_fast + s.stats().queued_slow == 0
+    stats = s.stats()
+    assert stats.queued_fast + stats.queued_slow + stats.queued_refresh == 0
+    assert sum(stats.handed_out) == len(adds)
+
+
+def test_refresh_gets_its_share_when_discovery_also_waits() -> None:
+    s = SiteSchedule(refresh_share=0.6)
+    for i in range(100):
+        s.add_work(f"r{i}.test", Line.REFRESH)
+        s.add_work(f"d{i}.test", Line.SLOW)
+    turns = [s.pop_ready(0.0) for _ in range(100)]
+    lines = [t[1] for t in turns if t is not None]
+    assert len(lines) == 100
+    assert 59 <= lines.count(Line.REFRESH) <= 61  # the share, up to float rounding of credits
+    assert all(t is not None and t[0].startswith("r") == (t[1] is Line.REFRESH) for t in turns)
+
+
+def test_either_kind_takes_every_turn_when_the_other_has_none() -> None:
+    s = SiteSchedule(refresh_share=0.6)
+    for i in range(10):
+        s.add_work(f"r{i}.test", Line.REFRESH)
+    assert [t[1] for t in (s.pop_ready(0.0) for _ in range(10)) if t] == [Line.REFRESH] * 10
+    s = SiteSchedule(refresh_share=1.0)
+    for i in range(10):
+        s.add_work(f"d{i}.test", Line.FAST)
+    assert [t[1] for t in (s.pop_ready(0.0) for _ in range(10)) if t] == [Line.FAST] * 10
+
+
+def test_site_with_both_kinds_of_work_is_handed_out_once_per_turn() -> None:
+    s = SiteSchedule(refresh_share=0.5)
+    s.add_work("a.test", Line.REFRESH)
+    s.add_work("a.test", Line.FAST)
+    turn = s.pop_ready(0.0)
+    assert turn is not None
+    assert turn[0] == "a.test"
+    assert s.pop_ready(0.0) is None  # its other ready entry is stale while it is busy
+    s.take_work("a.test", turn[1])
+    s.release("a.test", 1.0)
+    assert s.pop_ready(0.5) is None
+    second = s.pop_ready(1.0)
+    assert second is not None
+    assert {turn[1], second[1]} == {Line.REFRESH, Line.FAST}
+    s.take_work("a.test", second[1])
+    s.release("a.test", 2.0)
+    assert s.pop_ready(10.0) is None

@@ -1,9 +1,10 @@
 """The frontier shell: queued URLs on disk (SQLite), per-site scheduling in memory.
 
 Queued URLs live only in the `queue` table (one row each; nothing per URL in RAM), ordered
-per site by (line, id). Memory holds one small slot per site with work (SiteSchedule) and the
-open leases. A leased row stays in the table with `leased_until` set until its page commits,
-so a crash returns it to line on the next start.
+per site by line, then score (highest first), then age; each row keeps its score's parts
+so an operator can see why a URL waits where it does. Memory holds one small slot per site
+with work (SiteSchedule) and the open leases. A leased row stays in the table with
+`leased_until` set until its page commits, so a crash returns it to line on the next start.
 
 Writes join the database's open transaction and are committed by the crawl loop together
 with the page records, so "page stored" and "its links queued" are one atomic step.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from trawl.frontier.leases import LeaseBook
 from trawl.frontier.site_schedule import ScheduleStats, SiteSchedule
-from trawl.model import CrawlUrl, Lease, Line
+from trawl.model import CrawlUrl, Lease, Line, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
@@ -32,9 +33,16 @@ class QueuedUrl:
 class Frontier:
     """Disk-backed two-layer frontier; used from the event loop thread only."""
 
-    def __init__(self, conn: sqlite3.Connection, *, lease_s: float, fast_share: float) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        lease_s: float,
+        fast_share: float,
+        refresh_share: float = 0.6,
+    ) -> None:
         self._conn = conn
-        self._schedule = SiteSchedule(fast_share=fast_share)
+        self._schedule = SiteSchedule(fast_share=fast_share, refresh_share=refresh_share)
         self._leases = LeaseBook(lease_s)
         self._attempts: dict[int, int] = {}  # by lease id, for open leases only
 
@@ -54,27 +62,70 @@ class Frontier:
     def enqueue(self, item: CrawlUrl, ready_at: float = 0.0) -> None:
         self._begin()
         self._conn.execute(
-            "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (item.site, int(item.line), item.url, item.url_hash, item.depth, item.discovered_at),
+            "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at, kind, score,"
+            " score_parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                item.site,
+                int(item.line),
+                item.url,
+                item.url_hash,
+                item.depth,
+                item.discovered_at,
+                int(item.kind),
+                item.score,
+                item.score_parts,
+            ),
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
 
+    def rescore(self, url_hash: str, score: float, score_parts: str, line: Line) -> bool:
+        """Update a waiting discovery URL's score (more in-links arrived); False when it is
+        not waiting (already fetched, leased, or queued for refresh)."""
+        row = self._conn.execute(
+            "SELECT id, site, line FROM queue WHERE url_hash = ? AND leased_until = 0"
+            " AND line != ? LIMIT 1",
+            (url_hash, int(Line.REFRESH)),
+        ).fetchone()
+        if row is None:
+            return False
+        row_id, site, old_line = row
+        self._begin()
+        self._conn.execute(
+            "UPDATE queue SET score = ?, score_parts = ?, line = ? WHERE id = ?",
+            (score, score_parts, int(line), row_id),
+        )
+        if old_line != line:
+            self._schedule.take_work(site, Line(old_line))
+            self._schedule.add_work(site, line)
+        return True
+
     # -- handing out --------------------------------------------------------------------
-    def pop_ready_site(self, now: float) -> str | None:
+    def pop_ready_site(self, now: float) -> tuple[str, Line] | None:
+        """A site whose turn has come, and the line (refresh or discovery) to serve."""
         return self._schedule.pop_ready(now)
 
-    def head(self, site: str) -> QueuedUrl | None:
-        """The site's next URL: fast line first, then oldest."""
+    def head(self, site: str, line: Line | None = None) -> QueuedUrl | None:
+        """The site's next URL: from `line`'s kind of work (refresh or discovery) when it
+        has some, else any; discovery goes fast line first, highest score, then oldest."""
+        if line is Line.REFRESH:
+            return self._head(site, "line = 2", "id") or self._head(site, "line < 2", "")
+        if line is not None:
+            return self._head(site, "line < 2", "") or self._head(site, "line = 2", "id")
+        return self._head(site, "1", "")
+
+    def _head(self, site: str, where: str, order: str) -> QueuedUrl | None:
         row = self._conn.execute(
-            "SELECT id, url, url_hash, depth, line, discovered_at, attempts FROM queue"
-            " WHERE site = ? AND leased_until = 0 ORDER BY line, id LIMIT 1",
+            "SELECT id, url, url_hash, depth, line, discovered_at, attempts, kind, score,"
+            f" score_parts FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
+            f" ORDER BY {order or 'line, score DESC, id'} LIMIT 1",
             (site,),
         ).fetchone()
         if row is None:
             return None
-        row_id, url, url_hash, depth, line, discovered_at, attempts = row
-        item = CrawlUrl(url, url_hash, site, depth, Line(line), discovered_at)
+        row_id, url, url_hash, depth, line, discovered_at, attempts, kind, score, parts = row
+        item = CrawlUrl(
+            url, url_hash, site, depth, Line(line), discovered_at, UrlKind(kind), score, parts
+        )
         return QueuedUrl(row_id, item, attempts)
 
     def lease(self, queued: QueuedUrl, now: float) -> Lease:
@@ -133,7 +184,12 @@ class Frontier:
     # -- inspection ---------------------------------------------------------------------
     def queued(self) -> int:
         s = self._schedule.stats()
-        return s.queued_fast + s.queued_slow
+        return s.queued_fast + s.queued_slow + s.queued_refresh
+
+    def forget_idle_sites(self) -> int:
+        """Drop the schedule's slots of sites with nothing queued (a continuous crawl meets
+        millions of sites; their slots come back with their next URL)."""
+        return self._schedule.forget_idle()
 
     def queued_for(self, site: str) -> int:
         return self._schedule.queued(site)

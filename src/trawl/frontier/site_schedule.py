@@ -3,15 +3,18 @@
 How this works
 - Back layer: every site with queued work has a ready time (its clock's nextAllowedAt) and
   sits in a min-heap keyed on it, so finding a ready site is O(log n).
-- Front layer: each site also has a best line (FAST if it has any fast-line URL queued).
-  Ready sites move from the time heap into one FIFO per line; `pop_ready` serves the fast
-  line `fast_share` of the time when both have ready sites, so slow work never starves.
+- Front layer: ready sites move from the time heap into FIFOs: the REFRESH FIFO when the
+  site has due pages queued, and the FIFO of its best discovery line (FAST if it has any
+  fast-line URL, else SLOW). A site with both kinds of work waits in both. `pop_ready`
+  first picks refresh or discovery — refresh `refresh_share` of the time when both have
+  ready sites, either alone otherwise — then, for discovery, fast `fast_share` of the time.
+  So neither kind of work starves the other, and neither wastes slots the other could use.
 - A popped site is busy until `release(site, ready_at)`; a busy site is never handed out
   again. This is the frontier's half of "one request at a time per site"; the site clock
   (politeness.site_clock) is the other half and refuses an early start on its own.
 
-Heap entries are never removed in place: each site has a version number and stale entries
-are skipped when they surface (lazy deletion).
+Heap and FIFO entries are never removed in place: each site has a version number, bumped on
+release, and stale entries are skipped when they surface (lazy deletion).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from trawl.model import Line
+
+_LINES = len(Line)
 
 
 @dataclass(slots=True)
@@ -40,24 +45,29 @@ class ScheduleStats:
     waiting: int
     queued_fast: int
     queued_slow: int
+    queued_refresh: int = 0
+    handed_out: tuple[int, int, int] = (0, 0, 0)  # turns given per line (FAST, SLOW, REFRESH)
 
 
 class SiteSchedule:
     """Pure scheduling state. Written and read by the frontier shell only."""
 
-    def __init__(self, fast_share: float = 0.8) -> None:
+    def __init__(self, fast_share: float = 0.8, refresh_share: float = 0.6) -> None:
         self._slots: dict[str, _SiteSlot] = {}
         self._heap: list[tuple[float, int, str]] = []
-        self._ready: tuple[deque[str], deque[str]] = (deque(), deque())
+        self._ready: tuple[deque[tuple[str, int]], ...] = tuple(deque() for _ in Line)
         self._fast_share = fast_share
+        self._refresh_share = refresh_share
         self._credit = 0.0
-        self._queued = [0, 0]
+        self._refresh_credit = 0.0
+        self._queued = [0] * _LINES
+        self._handed_out = [0] * _LINES
 
     # -- work accounting ----------------------------------------------------------------
     def add_work(self, site: str, line: Line, n: int = 1, ready_at: float = 0.0) -> None:
         slot = self._slots.get(site)
         if slot is None:
-            slot = self._slots[site] = _SiteSlot(counts=[0, 0], ready_at=ready_at)
+            slot = self._slots[site] = _SiteSlot(counts=[0] * _LINES, ready_at=ready_at)
         slot.counts[line] += n
         self._queued[line] += n
         self._enqueue(site, slot)
@@ -71,13 +81,13 @@ class SiteSchedule:
         self._queued[line] -= n
 
     def best_line(self, site: str) -> Line | None:
+        """The site's best discovery line, else REFRESH when it has only due pages."""
         slot = self._slots.get(site)
         if slot is None:
             return None
-        if slot.counts[Line.FAST]:
-            return Line.FAST
-        if slot.counts[Line.SLOW]:
-            return Line.SLOW
+        for line in Line:
+            if slot.counts[line]:
+                return line
         return None
 
     def queued(self, site: str) -> int:
@@ -85,20 +95,22 @@ class SiteSchedule:
         return 0 if slot is None else sum(slot.counts)
 
     # -- hand-out -----------------------------------------------------------------------
-    def pop_ready(self, now: float) -> str | None:
-        """A site that is free, has work and whose ready time has passed; it becomes busy."""
+    def pop_ready(self, now: float) -> tuple[str, Line] | None:
+        """A site that is free, has work and whose ready time has passed, and the line its
+        turn should serve; the site becomes busy."""
         self._promote(now)
         while True:
-            fifo = self._choose_fifo()
-            if fifo is None:
+            line = self._choose_line()
+            if line is None:
                 return None
-            site = fifo.popleft()
-            slot = self._slots[site]
+            site, version = self._ready[line].popleft()
+            slot = self._slots.get(site)
+            if slot is None or slot.version != version or slot.busy or not slot.counts[line]:
+                continue  # stale: taken through its other FIFO, or its work went meanwhile
             slot.waiting = False
-            if slot.busy or not sum(slot.counts):
-                continue  # stale: work was taken meanwhile
             slot.busy = True
-            return site
+            self._handed_out[line] += 1
+            return site, line
 
     def release(self, site: str, ready_at: float) -> None:
         """The busy site is free again from `ready_at` on."""
@@ -123,7 +135,7 @@ class SiteSchedule:
 
     def next_ready_at(self) -> float | None:
         """Earliest time a waiting site becomes ready (None when nothing waits)."""
-        if self._ready[0] or self._ready[1]:
+        if any(self._ready):
             return 0.0
         while self._heap:
             ready_at, version, site = self._heap[0]
@@ -140,7 +152,7 @@ class SiteSchedule:
         self._heap = [e for e in self._heap if e[2] in self._slots]
         heapq.heapify(self._heap)
         for fifo in self._ready:
-            kept = [s for s in fifo if s in self._slots]
+            kept = [entry for entry in fifo if entry[0] in self._slots]
             fifo.clear()
             fifo.extend(kept)
         return len(idle)
@@ -150,17 +162,23 @@ class SiteSchedule:
         return ScheduleStats(
             sites=len(self._slots),
             busy=busy,
-            ready=len(self._ready[0]) + len(self._ready[1]),
+            ready=sum(len(fifo) for fifo in self._ready),
             waiting=sum(1 for slot in self._slots.values() if slot.waiting),
             queued_fast=self._queued[Line.FAST],
             queued_slow=self._queued[Line.SLOW],
+            queued_refresh=self._queued[Line.REFRESH],
+            handed_out=(
+                self._handed_out[Line.FAST],
+                self._handed_out[Line.SLOW],
+                self._handed_out[Line.REFRESH],
+            ),
         )
 
     def __repr__(self) -> str:
         s = self.stats()
         return (
             f"<SiteSchedule sites={s.sites} busy={s.busy} ready={s.ready} "
-            f"queued={s.queued_fast}+{s.queued_slow}>"
+            f"queued={s.queued_fast}+{s.queued_slow}+{s.queued_refresh}>"
         )
 
     # -- internals ----------------------------------------------------------------------
@@ -177,22 +195,34 @@ class SiteSchedule:
             slot = self._slots.get(site)
             if slot is None or slot.version != version or not slot.waiting or slot.busy:
                 continue
-            line = self.best_line(site)
-            if line is None:
+            counts = slot.counts
+            if not any(counts):
                 slot.waiting = False
                 continue
-            self._ready[line].append(site)
+            if counts[Line.REFRESH]:
+                self._ready[Line.REFRESH].append((site, version))
+            if counts[Line.FAST]:
+                self._ready[Line.FAST].append((site, version))
+            elif counts[Line.SLOW]:
+                self._ready[Line.SLOW].append((site, version))
 
-    def _choose_fifo(self) -> deque[str] | None:
-        fast, slow = self._ready
+    def _choose_line(self) -> Line | None:
+        fast, slow, refresh = self._ready
+        if refresh and (fast or slow):
+            self._refresh_credit += self._refresh_share
+            if self._refresh_credit >= 1.0:
+                self._refresh_credit -= 1.0
+                return Line.REFRESH
+        elif refresh:
+            return Line.REFRESH
         if fast and slow:
             self._credit += 1.0 - self._fast_share
             if self._credit >= 1.0:
                 self._credit -= 1.0
-                return slow
-            return fast
+                return Line.SLOW
+            return Line.FAST
         if fast:
-            return fast
+            return Line.FAST
         if slow:
-            return slow
+            return Line.SLOW
         return None

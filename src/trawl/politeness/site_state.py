@@ -27,6 +27,31 @@ class SiteState:
     day: int = 0  # epoch day that pages_today counts
     recent_errors: list[str] = field(default_factory=list)
     traps: SiteTrapState = field(default_factory=lambda: SiteTrapState(TrapPolicy()))
+    copies: int = 0  # stored pages that were exact or near copies of another page
+    main_copies: int = 0  # stored pages that were not
+    sitemap_day: int = 0  # epoch day the sitemap counters count
+    sitemap_files: int = 0
+    sitemap_urls: int = 0
+
+    def note_content(self, *, is_copy: bool) -> None:
+        if is_copy:
+            self.copies += 1
+        else:
+            self.main_copies += 1
+
+    def recrawl_slowdown(self, *, copy_share: float, factor: float, min_pages: int = 10) -> float:
+        """How much longer this site's recrawl intervals are: copy-heavy sites wait longer."""
+        total = self.copies + self.main_copies
+        if total >= min_pages and self.copies >= copy_share * total:
+            return factor
+        return 1.0
+
+    def sitemap_budget(self, now: float) -> tuple[int, int]:
+        """(sitemap files, sitemap URLs) taken so far on `now`'s UTC day."""
+        today = int(now // _SECONDS_PER_DAY)
+        if today != self.sitemap_day:
+            self.sitemap_day, self.sitemap_files, self.sitemap_urls = today, 0, 0
+        return self.sitemap_files, self.sitemap_urls
 
     def pages_on(self, now: float) -> int:
         """Pages fetched so far on `now`'s (UTC) day."""
@@ -69,6 +94,13 @@ class SiteState:
             "day": self.day,
             "traps": self.traps.to_json(),
             "similarPagesFlag": self.traps.is_flagged,
+            "copies": self.copies,
+            "mainCopies": self.main_copies,
+            "sitemaps": {
+                "day": self.sitemap_day,
+                "files": self.sitemap_files,
+                "urls": self.sitemap_urls,
+            },
         }
 
     @classmethod
@@ -97,6 +129,13 @@ class SiteState:
                 if traps_data is None
                 else (SiteTrapState.from_json(traps_data, policy))
             )
+            counts = [record.get("copies", 0), record.get("mainCopies", 0)]
+            sitemaps = record.get("sitemaps") or {}
+            if not isinstance(sitemaps, dict):
+                raise TypeError("sitemaps is not an object")
+            counts += [sitemaps.get(k, 0) for k in ("day", "files", "urls")]
+            if not all(isinstance(n, int) for n in counts):
+                raise TypeError("copies, mainCopies or sitemaps counters are not integers")
             return cls(
                 site=site,
                 clock=SiteClock.from_json(clock_data),
@@ -105,6 +144,11 @@ class SiteState:
                 day=day,
                 recent_errors=[str(e) for e in errors] if isinstance(errors, list) else [],
                 traps=traps,
+                copies=int(counts[0]),  # type: ignore[call-overload]  # checked above
+                main_copies=int(counts[1]),  # type: ignore[call-overload]
+                sitemap_day=int(counts[2]),  # type: ignore[call-overload]
+                sitemap_files=int(counts[3]),  # type: ignore[call-overload]
+                sitemap_urls=int(counts[4]),  # type: ignore[call-overload]
             )
         except (TypeError, ValueError, KeyError) as exc:
             raise DataError(f"host record of {site!r} is damaged: {exc}") from None

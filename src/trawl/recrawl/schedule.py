@@ -5,7 +5,9 @@ t seconds after a visit is 1 - e^{-λt}. We come back when that chance reaches
 `target_change_probability` (default one half: t = ln 2 / λ), sooner for important pages
 (the interval is divided by the importance, ≥ 1), and always within [min_interval,
 max_interval]. A page never seen to change drifts towards the maximum: each quiet visit
-doubles its interval (starting from the minimum), as the design asks for quiet pages.
+doubles its interval (starting from the minimum), as the design asks for quiet pages; its
+importance lowers the ceiling it drifts to (max_interval / importance) instead of dividing
+each step, which would stop an important page's doubling for good.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ def next_interval_s(
     policy: RecrawlPolicy,
 ) -> float:
     """Seconds until the next fetch of a page with this change rate and importance."""
+    weight = max(importance, 1.0)
     if rate_per_s <= 0:
-        base = policy.min_interval_s if previous_interval_s is None else 2 * previous_interval_s
+        interval = policy.min_interval_s if previous_interval_s is None else 2 * previous_interval_s
+        interval = min(interval, policy.max_interval_s / weight)
     else:
-        base = -math.log1p(-policy.target_change_probability) / rate_per_s
-    interval = base / max(importance, 1.0)
+        interval = -math.log1p(-policy.target_change_probability) / rate_per_s / weight
     return min(policy.max_interval_s, max(policy.min_interval_s, interval))
 
 

@@ -7,10 +7,10 @@ flushes the WARC files first, so a committed record never points at bytes not ye
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trawl.errors import DataError
-from trawl.model import PageFetchedEvent, PageRecord
+from trawl.model import PageFetchedEvent, PageRecord, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,13 +33,34 @@ _PAGE_FIELDS = {
     "contentType": "content_type",
     "redirectTo": "redirect_to",
     "error": "error",
+    "lastStatus": "last_status",
+    "visits": "visits",
+    "importance": "importance",
+    "bodyBytes": "body_bytes",
+    "warcRecordId": "warc_record_id",
+    "duplicateOf": "duplicate_of",
+    "nearDuplicateOf": "near_duplicate_of",
 }
 
 
 def page_from_json(data: dict[str, object]) -> PageRecord:
-    known = {attr: data[name] for name, attr in _PAGE_FIELDS.items() if name in data}
-    extra = {k: str(v) for k, v in data.items() if k not in _PAGE_FIELDS}
+    known: dict[str, object] = {
+        attr: data[name] for name, attr in _PAGE_FIELDS.items() if name in data
+    }
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind.upper() in UrlKind.__members__:
+        known["kind"] = UrlKind[kind.upper()]
+    extra = {k: str(v) for k, v in data.items() if k not in _PAGE_FIELDS and k != "kind"}
     return PageRecord(**known, extra=extra)  # type: ignore[arg-type]  # values come from to_json
+
+
+class DuePage(NamedTuple):
+    url: str
+    url_hash: str
+    site: str
+    depth: int
+    kind: UrlKind
+    importance: float
 
 
 def event_from_json(data: dict[str, object]) -> PageFetchedEvent:
@@ -74,7 +95,7 @@ class SqliteRecords:
         self.begin()
         self._conn.execute(
             "INSERT OR REPLACE INTO pages(url_hash, url, site, last_fetched_at, http_status,"
-            " storage_key, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " storage_key, record, due_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.url_hash,
                 record.url,
@@ -83,6 +104,8 @@ class SqliteRecords:
                 record.http_status,
                 record.storage_key,
                 json.dumps(record.to_json(), separators=(",", ":")),
+                record.next_fetch_at if record.next_fetch_at > 0 else None,
+                int(record.kind),
             ),
         )
         if event is not None:
@@ -102,6 +125,62 @@ class SqliteRecords:
     def iter_pages(self) -> Iterator[PageRecord]:
         for (text,) in self._conn.execute("SELECT record FROM pages ORDER BY last_fetched_at"):
             yield page_from_json(_loads(text, "page record"))
+
+    # -- recrawl ------------------------------------------------------------------------
+    def take_due(self, now: float, limit: int) -> list[DuePage]:
+        """Up to `limit` pages whose nextFetchAt has come, earliest first; they leave the
+        due index (the caller queues them in the same transaction)."""
+        rows = self._conn.execute(
+            "SELECT url_hash, url, site, kind, record FROM pages"
+            " WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?",
+            (now, limit),
+        ).fetchall()
+        if not rows:
+            return []
+        self.begin()
+        self._conn.executemany(
+            "UPDATE pages SET due_at = NULL WHERE url_hash = ?", [(row[0],) for row in rows]
+        )
+        out = []
+        for url_hash, url, site, kind, text in rows:
+            record = page_from_json(_loads(text, "page record"))
+            out.append(DuePage(url, url_hash, site, record.depth, UrlKind(kind), record.importance))
+        return out
+
+    def due_count(self, now: float) -> int:
+        row = self._conn.execute(
+            "SELECT count(*) FROM pages WHERE due_at IS NOT NULL AND due_at <= ?", (now,)
+        ).fetchone()
+        return int(row[0])
+
+    def next_due_at(self) -> float | None:
+        row = self._conn.execute(
+            "SELECT min(due_at) FROM pages WHERE due_at IS NOT NULL"
+        ).fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def last_fetched(self, url_hashes: list[str]) -> dict[str, float]:
+        """lastFetchedAt of those of `url_hashes` that have a page record."""
+        out: dict[str, float] = {}
+        for i in range(0, len(url_hashes), 500):
+            chunk = url_hashes[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for url_hash, at in self._conn.execute(
+                f"SELECT url_hash, last_fetched_at FROM pages WHERE url_hash IN ({marks})", chunk
+            ):
+                out[url_hash] = float(at)
+        return out
+
+    def make_due(self, url_hashes: list[str], at: float) -> int:
+        """Bring the refetch of waiting pages forward to `at` (a sitemap's lastmod said so)."""
+        if not url_hashes:
+            return 0
+        self.begin()
+        cur = self._conn.executemany(
+            "UPDATE pages SET due_at = ? WHERE url_hash = ? AND due_at > ?",
+            [(at, h, at) for h in url_hashes],
+        )
+        return int(cur.rowcount)
 
     def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
         rows = self._conn.execute(

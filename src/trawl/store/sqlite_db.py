@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS pages (
     last_fetched_at REAL NOT NULL,
     http_status INTEGER NOT NULL,
     storage_key TEXT NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    due_at REAL,  -- nextFetchAt while the page waits for its refetch; NULL once queued
+    kind INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS pages_site ON pages(site);
 CREATE TABLE IF NOT EXISTS hosts (
@@ -51,10 +53,44 @@ CREATE TABLE IF NOT EXISTS queue (
     depth INTEGER NOT NULL,
     discovered_at REAL NOT NULL,
     leased_until REAL NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0
+    attempts INTEGER NOT NULL DEFAULT 0,
+    kind INTEGER NOT NULL DEFAULT 0,
+    score REAL NOT NULL DEFAULT 0,
+    score_parts TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS queue_site ON queue(site, leased_until, line, id);
 CREATE TABLE IF NOT EXISTS must_crawl (url_hash TEXT PRIMARY KEY);
+-- The fingerprint index: the first stored copy of each body (exact duplicates) ...
+CREATE TABLE IF NOT EXISTS contents (
+    content_hash TEXT PRIMARY KEY,
+    url_hash TEXT NOT NULL,
+    url TEXT NOT NULL,
+    storage_key TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    fetched_at REAL NOT NULL,
+    payload_digest TEXT NOT NULL
+);
+-- ... and the simhash of each main copy, split in four 16-bit blocks: two fingerprints at
+-- most 3 bits apart agree on at least one block (pigeonhole), so four indexed lookups
+-- find every candidate (Manku et al. 2007 with d + 1 = 4 tables).
+CREATE TABLE IF NOT EXISTS simhashes (
+    url_hash TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    site TEXT NOT NULL,
+    simhash INTEGER NOT NULL,
+    b0 INTEGER NOT NULL, b1 INTEGER NOT NULL, b2 INTEGER NOT NULL, b3 INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS simhashes_b0 ON simhashes(b0);
+CREATE INDEX IF NOT EXISTS simhashes_b1 ON simhashes(b1);
+CREATE INDEX IF NOT EXISTS simhashes_b2 ON simhashes(b2);
+CREATE INDEX IF NOT EXISTS simhashes_b3 ON simhashes(b3);
+"""
+
+# Indexes on columns that `_add_missing_columns` may have just added.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS queue_head ON queue(site, leased_until, line, score DESC, id);
+CREATE INDEX IF NOT EXISTS queue_url ON queue(url_hash);
+CREATE INDEX IF NOT EXISTS pages_due ON pages(due_at) WHERE due_at IS NOT NULL;
+DROP INDEX IF EXISTS queue_site;
 """
 
 
@@ -75,6 +111,7 @@ def open_database(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             conn.executescript(_SCHEMA)
             _check_version(conn, path)
             _add_missing_columns(conn)
+            conn.executescript(_INDEXES)
         else:
             conn.execute("SELECT count(*) FROM meta").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -94,6 +131,17 @@ def _check_version(conn: sqlite3.Connection, path: Path) -> None:
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
     """Columns added within schema version 1 (data directories from before they existed)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(queue)")}
-    if "attempts" not in columns:
-        conn.execute("ALTER TABLE queue ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
+    added = {
+        "queue": (
+            ("attempts", "INTEGER NOT NULL DEFAULT 0"),
+            ("kind", "INTEGER NOT NULL DEFAULT 0"),
+            ("score", "REAL NOT NULL DEFAULT 0"),
+            ("score_parts", "TEXT NOT NULL DEFAULT ''"),
+        ),
+        "pages": (("due_at", "REAL"), ("kind", "INTEGER NOT NULL DEFAULT 0")),
+    }
+    for table, columns in added.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, decl in columns:
+            if name not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")

@@ -157,6 +157,52 @@ def encode_response_record(
     return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid)
 
 
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+
+
+def encode_revisit_record(
+    *,
+    url: str,
+    fetched_at: float,
+    ip: str | None,
+    http_head: bytes,
+    payload_digest: str,
+    refers_to_id: str,
+    refers_to_url: str,
+    refers_to_at: float,
+    level: int = DEFAULT_LEVEL,
+    codec: Codec = DEFAULT_CODEC,
+) -> EncodedRecord:
+    """A revisit record (WARC 1.1 §6.7.2, identical payload digest): this response carried
+    the same body as the record `refers_to_id`, so only its HTTP head is stored."""
+    if not http_head.startswith(b"HTTP/") or not http_head.endswith(_END):
+        raise ValueError(f"http_head must be a complete HTTP head, got {http_head[:40]!r}...")
+    for value in (url, refers_to_url, refers_to_id):
+        if "\r" in value or "\n" in value:
+            raise ValueError(f"WARC header value cannot hold a line break: {value!r}")
+    rid = new_record_id()
+    fields = [
+        ("WARC-Type", "revisit"),
+        ("WARC-Record-ID", rid),
+        ("WARC-Date", warc_date(fetched_at)),
+        ("WARC-Target-URI", url),
+    ]
+    if ip:
+        fields.append(("WARC-IP-Address", ip))
+    fields += [
+        ("WARC-Profile", REVISIT_PROFILE),
+        ("WARC-Refers-To", refers_to_id),
+        ("WARC-Refers-To-Target-URI", refers_to_url),
+        ("WARC-Refers-To-Date", warc_date(refers_to_at)),
+        ("WARC-Block-Digest", sha1_digest(http_head)),
+        ("WARC-Payload-Digest", payload_digest),
+        ("Content-Type", RESPONSE_CONTENT_TYPE),
+        ("Content-Length", str(len(http_head))),
+    ]
+    raw = b"".join((_header_block(fields), http_head, _END))
+    return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid)
+
+
 def encode_warcinfo_record(
     *, filename: str, created_at: float, software: str, extra: tuple[tuple[str, str], ...] = ()
 ) -> EncodedRecord:

@@ -1,0 +1,117 @@
+"""The fingerprint index in the embedded database: exact copies and near-copies.
+
+Exact: `contents` maps a body's content hash to the first stored copy (its WARC record),
+so a later copy — at another URL, or the same page unchanged — is written as a revisit
+record pointing there instead of storing the body again.
+
+Near: `simhashes` holds the 64-bit simhash of each main copy's main text in four 16-bit
+blocks. Two fingerprints at most 3 bits apart agree exactly on at least one block, so the
+candidates are the union of four indexed lookups, checked by popcount. Candidate lists grow
+with N / 65,536 per block; at tens of millions of pages per machine, Manku et al.'s larger
+tables (more, longer blocks) would be the next step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import sqlite3
+
+_MASK16 = 0xFFFF
+_SIGN = 1 << 63
+
+
+class Original(NamedTuple):
+    """The first stored copy of a body."""
+
+    url_hash: str
+    url: str
+    storage_key: str
+    record_id: str
+    fetched_at: float
+    payload_digest: str
+
+
+class NearMatch(NamedTuple):
+    url_hash: str
+    url: str
+    site: str
+    distance: int
+
+
+def simhash_blocks(simhash: int) -> tuple[int, int, int, int]:
+    return (
+        simhash & _MASK16,
+        (simhash >> 16) & _MASK16,
+        (simhash >> 32) & _MASK16,
+        (simhash >> 48) & _MASK16,
+    )
+
+
+def _to_sql(simhash: int) -> int:
+    """SQLite integers are signed 64-bit."""
+    return simhash - (1 << 64) if simhash & _SIGN else simhash
+
+
+class SqliteFingerprints:
+    """Exact and near-duplicate lookups; writes join the open transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def original_of(self, content_hash: str) -> Original | None:
+        row = self._conn.execute(
+            "SELECT url_hash, url, storage_key, record_id, fetched_at, payload_digest"
+            " FROM contents WHERE content_hash = ?",
+            (content_hash,),
+        ).fetchone()
+        return None if row is None else Original(*row)
+
+    def add_original(self, content_hash: str, original: Original) -> None:
+        """Remember the first stored copy of `content_hash` (a later one never replaces it)."""
+        self._begin()
+        self._conn.execute(
+            "INSERT OR IGNORE INTO contents(content_hash, url_hash, url, storage_key, record_id,"
+            " fetched_at, payload_digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (content_hash, *original),
+        )
+
+    def near_copy_of(
+        self, simhash: int, *, max_distance: int, exclude_url_hash: str
+    ) -> NearMatch | None:
+        """The closest indexed main copy within `max_distance` (≤ 3) bits, if any."""
+        if not 0 <= max_distance <= 3:
+            raise ValueError(f"max_distance must be 0..3 for a 4-block index, got {max_distance}")
+        b0, b1, b2, b3 = simhash_blocks(simhash)
+        rows = self._conn.execute(
+            "SELECT url_hash, url, site, simhash FROM simhashes WHERE b0 = ? UNION"
+            " SELECT url_hash, url, site, simhash FROM simhashes WHERE b1 = ? UNION"
+            " SELECT url_hash, url, site, simhash FROM simhashes WHERE b2 = ? UNION"
+            " SELECT url_hash, url, site, simhash FROM simhashes WHERE b3 = ?",
+            (b0, b1, b2, b3),
+        ).fetchall()
+        best: NearMatch | None = None
+        for url_hash, url, site, other in rows:
+            if url_hash == exclude_url_hash:
+                continue
+            distance = ((other & ((1 << 64) - 1)) ^ simhash).bit_count()
+            if distance <= max_distance and (best is None or distance < best.distance):
+                best = NearMatch(url_hash, url, site, distance)
+        return best
+
+    def put_simhash(self, url_hash: str, url: str, site: str, simhash: int) -> None:
+        self._begin()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO simhashes(url_hash, url, site, simhash, b0, b1, b2, b3)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (url_hash, url, site, _to_sql(simhash), *simhash_blocks(simhash)),
+        )
+
+    def drop_simhash(self, url_hash: str) -> None:
+        self._begin()
+        self._conn.execute("DELETE FROM simhashes WHERE url_hash = ?", (url_hash,))
+
+    def _begin(self) -> None:
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN")
