@@ -1,17 +1,21 @@
-"""A 64-bit simhash of a page's visible text, for spotting near-identical pages (pure).
+"""64-bit simhashes of a page's text, for spotting near-identical pages (pure).
 
-How this works. The page is parsed with selectolax's lexbor backend (as in `parse.links`),
-script, style, nav, footer and similar chrome are dropped, and the body text is split on
-whitespace into lowercase tokens; punctuation stays on its word, which costs nothing in
-similarity and is ~5x faster than a `\\w+` regex. The features are the distinct tokens.
+Two texts, one hash. `main_text_fingerprint` hashes the page's main content without
+its boilerplate (`parse.main_text`): the same article under two sites' templates comes
+out the same, for near-duplicate detection. `fingerprint_tree` hashes all visible text
+of the tree from `parse.links`, template included, which is what the spider-trap alarm
+(`frontier.traps`) wants: pages of one template that differ by a date are alike there.
 
-Each feature gets a 64-bit blake2b hash (stable across processes and machines, unlike
-`hash()`, because fingerprints are stored and compared later). Standard simhash: bit i of
-the fingerprint is set when more than half of the feature hashes have bit i set. Two pages
+How the text is hashed (`simhash_of_text`). The text is split on whitespace into
+lowercase tokens; punctuation stays on its word, which costs nothing in similarity and is
+~5x faster than a `\\w+` regex. The features are the distinct tokens. Each gets a 64-bit
+blake2b hash (stable across processes and machines, unlike `hash()`, because
+fingerprints are stored and compared later). Standard simhash: bit i of the fingerprint
+is set when more than half of the (weighted) feature hashes have bit i set. Two pages
 whose token sets mostly overlap land a few bits apart; unrelated pages land ~20-32 apart.
 
 Cost bounds, so one ~100 KB page stays under a millisecond:
-- only the first `_MAX_TEXT_CHARS` characters of visible text count (a typical article is
+- only the first `_MAX_TEXT_CHARS` characters of the text count (a typical article is
   shorter; on a text-heavy page, tokenising the rest cost ~1 ms more). Pages that differ
   only beyond that point come out identical, which errs towards "similar";
 - token hashes are cached per process (blake2b is ~300 ns a call; web vocabulary is
@@ -26,14 +30,26 @@ from __future__ import annotations
 
 from collections import Counter
 from hashlib import blake2b
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from trawl.parse.links import parse_html
+from trawl.parse.main_text import main_blocks, prose
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, KeysView
+
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["format_simhash", "hamming", "text_fingerprint"]
+__all__ = [
+    "MIN_PROSE_TOKENS",
+    "fingerprint_tree",
+    "format_simhash",
+    "hamming",
+    "main_text_fingerprint",
+    "simhash_of_text",
+    "text_fingerprint",
+]
 
 _CHROME_TAGS = ["script", "style", "noscript", "template", "nav", "footer", "svg"]
 _MAX_TEXT_CHARS = 3_072  # ~500 words: enough to tell near-copies; cost grows with it
@@ -42,6 +58,10 @@ _MAX_WEIGHT = 8
 _CACHE_LIMIT = 50_000  # ~6 MB per process at worst
 _hash_cache: dict[str, bytes] = {}
 _SPACE = 1 << 64
+# Below this many prose tokens a near-duplicate match means little: on 50-token texts a
+# one-word edit already moves ~2 bits (p90: 4), and short texts of a small vocabulary
+# collide (bench/extract_bench.py prints the figures).
+MIN_PROSE_TOKENS = 50
 
 
 def _visible_text(tree: LexborHTMLParser) -> str:
@@ -52,9 +72,9 @@ def _visible_text(tree: LexborHTMLParser) -> str:
     return body.text(separator=" ")
 
 
-def _feature_hashes(tokens: list[str]) -> list[bytes]:
+def _feature_hashes(tokens: KeysView[str]) -> list[bytes]:
     cache = _hash_cache
-    missing = set(tokens).difference(cache.keys())  # one C-level pass; usually few are new
+    missing = tokens - cache.keys()  # one C-level pass; usually few are new
     if len(cache) + len(missing) > _CACHE_LIMIT:
         cache.clear()
         missing = set(tokens)
@@ -93,23 +113,57 @@ def text_fingerprint(html: bytes) -> int:
 
 def fingerprint_tree(tree: LexborHTMLParser) -> int:
     """`text_fingerprint` of a tree from `parse_html`; it strips page chrome from the tree."""
-    counts = Counter(_visible_text(tree)[:_MAX_TEXT_CHARS].lower().split())
+    return simhash_of_text(_visible_text(tree))[0]
+
+
+def main_text_fingerprint(body: bytes) -> tuple[int, int]:
+    """(simhash, prose tokens) of the page's main text, for near-duplicate detection.
+
+    The simhash is taken over the main content's prose (`parse.main_text`). Prose tokens
+    are at most ~500 (see `simhash_of_text`); below `MIN_PROSE_TOKENS` a match means
+    little, and the simhash is taken over all of the main text's blocks instead, so that
+    thin pages (a product, a calendar month) still differ by what text they have. A page
+    without any text gives (0, 0). Never raises on bad input.
+    """
+    blocks = main_blocks(body)
+    simhash, tokens = simhash_of_text(prose(blocks))
+    if tokens >= MIN_PROSE_TOKENS:
+        return simhash, tokens
+    return simhash_of_text("\n".join(blocks))[0], tokens
+
+
+def simhash_of_text(text: str) -> tuple[int, int]:
+    """(simhash, tokens) of plain text: the fingerprint and how many words it was taken over.
+
+    Only the first `_MAX_TEXT_CHARS` characters count, so `tokens` is at most ~500. The
+    simhash is 0 when there are no tokens.
+    """
+    words = text[:_MAX_TEXT_CHARS].lower().split()
+    counts = Counter(words)
     if not counts:
-        return 0
-    tokens = list(counts)
-    digests = _feature_hashes(tokens)
+        return 0, 0
+    digests = _feature_hashes(counts.keys())
+    repeats: Iterable[int] = counts.values()
     if len(digests) > _MAX_FEATURES:
         limit = (_SPACE * _MAX_FEATURES // len(digests)).to_bytes(8, "big")
-        kept = [(d, t) for d, t in zip(digests, tokens, strict=True) if d < limit]
-        digests, tokens = [d for d, _ in kept], [t for _, t in kept]
+        kept = [d < limit for d in digests]
+        digests = list(compress(digests, kept))
+        repeats = compress(repeats, kept)
     if not digests:  # pragma: no cover - only if every hash is above the threshold
-        return 0
+        return 0, len(words)
     # Weight each word by how often it occurs (capped), as simhash does: repeated
     # boilerplate then outweighs the few words that differ between near-copies. Unweighted,
     # a short templated page whose links differ by two item numbers came out 5-11 bits
-    # from its siblings, past the alarm's threshold.
-    weighted = [d * min(counts[t], _MAX_WEIGHT) for d, t in zip(digests, tokens, strict=True)]
-    return _majority_bits(b"".join(weighted), sum(len(w) for w in weighted) // 8)
+    # from its siblings, past the alarm's threshold. Most words occur once, so the digests
+    # are joined once and only the repeats are added (the order does not count): 4x faster
+    # than multiplying every digest by its weight.
+    extra = [
+        d * (c - 1 if c <= _MAX_WEIGHT else _MAX_WEIGHT - 1)
+        for d, c in zip(digests, repeats, strict=True)
+        if c > 1
+    ]
+    weighted = b"".join(digests) + b"".join(extra)
+    return _majority_bits(weighted, len(weighted) // 8), len(words)
 
 
 def hamming(a: int, b: int) -> int:

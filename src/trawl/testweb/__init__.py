@@ -1,7 +1,8 @@
 """The local test web: many small sites on 127.x.y.z that tests and `trawl demo` crawl.
 
 - `sites.build_web(...) -> TestWeb`: the web, deterministic from a seed, and what a
-  correct crawl of it fetches (`expected_fetches`, `expected_robots`).
+  correct crawl of it fetches (`expected_fetches`, `expected_robots`). `freshness=True`
+  adds live pages, sitemaps, copies and popular pages (`TestWeb.freshness()`).
 - `server` / `python -m trawl.testweb`: one process serving every site on one port,
   writing a JSON-lines request log.
 - `process.TestWebProcess`: that server as a subprocess, for tests.

@@ -1,7 +1,7 @@
 """`python -m trawl.testweb`: serve a test web until SIGTERM/SIGINT.
 
 Prints one JSON line when ready: {"ready": true, "port", "seeds", "hosts_file", "log", "sites"}
-(and "hostile": [domains] with --hostile).
+(and "hostile": [domains] with --hostile, "freshness": true with --freshness).
 """
 
 from __future__ import annotations
@@ -26,11 +26,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--hosts-out", type=Path, required=True, help="hosts file to write")
     parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     parser.add_argument("--hostile", action="store_true", help="add the hostile sites (127.3.0.x)")
+    parser.add_argument(
+        "--freshness",
+        action="store_true",
+        help="add live and static pages, sitemaps, copies and popular pages (needs >= 12 sites)",
+    )
     return parser.parse_args(argv)
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    web = build_web(args.sites, args.pages, args.seed, hostile=args.hostile)
+    web = build_web(
+        args.sites, args.pages, args.seed, hostile=args.hostile, freshness=args.freshness
+    )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -49,6 +56,8 @@ async def _serve(args: argparse.Namespace) -> int:
         }
         if web.hostile:
             ready["hostile"] = [site.domain for site in web.hostile]
+        if web.freshness_spec is not None:
+            ready["freshness"] = True
         print(json.dumps(ready), flush=True)
         await stop.wait()
     finally:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from trawl.testweb.robots_variants import RobotsVariant, crawl_delay_s
+
+if TYPE_CHECKING:
+    from trawl.testweb.sitemaps import Sitemap
 
 
 class PageKind(StrEnum):
     HTML = "html"
     PDF = "pdf"
     REDIRECT = "redirect"
+    LIVE = "live"  # HTML whose text changes on every request (`build_web(freshness=True)`)
 
 
 class Form(StrEnum):
@@ -68,6 +73,7 @@ class Page:
     next_path: str | None = None  # <link rel="next"> (also linked by an <a>)
     redirect_to: str | None = None  # same-host path
     redirect_status: int = 0
+    topic: tuple[str, ...] = ()  # words only this page's text uses (see text.topic_words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,12 @@ class Site:
     gzip: bool
     weight: float  # popularity: share of cross-site links pointing here
     pages: dict[tuple[str, str], Page] = field(hash=False)
+    sitemaps: dict[tuple[str, str], Sitemap] = field(default_factory=dict, hash=False)
+    robots_sitemaps: tuple[str, ...] = ()  # apex paths named by `Sitemap:` lines in robots.txt
+
+    @property
+    def apex(self) -> str:
+        return self.hosts[0]
 
     @property
     def crawl_delay_s(self) -> float:

@@ -33,7 +33,8 @@ class TestWebProcess:
 
     Files (request log, hosts file, server stderr) go to `workdir`, or to a temporary
     directory that `__exit__` removes. `hostile=True` adds the hostile sites
-    (`TestWeb.hostile_sites()`).
+    (`TestWeb.hostile_sites()`), `freshness=True` the freshness features
+    (`TestWeb.freshness()`; needs `sites >= 12`).
     """
 
     __test__: ClassVar[bool] = False  # not a pytest test class
@@ -48,9 +49,11 @@ class TestWebProcess:
         port: int | None = None,
         ready_timeout_s: float = 20.0,
         hostile: bool = False,
+        freshness: bool = False,
     ) -> None:
         self._args = (sites, pages, seed)
         self._hostile = hostile
+        self._freshness = freshness
         self._own_dir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="trawl-testweb-")) if workdir is None else workdir
@@ -63,7 +66,7 @@ class TestWebProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.seeds: list[str] = []
-        self.web: TestWeb = build_web(sites, pages, seed, hostile=hostile)
+        self.web: TestWeb = build_web(sites, pages, seed, hostile=hostile, freshness=freshness)
 
     def __repr__(self) -> str:
         state = "stopped" if self._proc is None else f"pid={self._proc.pid}"
@@ -79,6 +82,8 @@ class TestWebProcess:
             command += ["--port", str(self._wanted_port)]
         if self._hostile:
             command.append("--hostile")
+        if self._freshness:
+            command.append("--freshness")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
             self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)

@@ -79,12 +79,17 @@ def _head(site: Site, page: Page, port: int) -> list[str]:
     return lines
 
 
-def render_html(site: Site, page: Page, port: int) -> bytes:
-    rng = random.Random(page.text_seed)
+def render_html(site: Site, page: Page, port: int, revision: int | None = None) -> bytes:
+    """The page as HTML; `revision` (live pages) picks a new text and names it in the text."""
+    # A str seed is hashed with SHA-512 by `random`, so revisions are the same in every process.
+    seed = page.text_seed if revision is None else f"{page.text_seed}:{revision}"
+    rng = random.Random(seed)
     nav = [f"<li>{_a(page, link, port)}</li>" for link in page.links if link.place is Place.NAV]
     body_links = [_a(page, link, port) for link in page.links if link.place is Place.BODY]
     aside = [f"<li>{_a(page, link, port)}</li>" for link in page.links if link.place is Place.ASIDE]
-    paragraphs = [text.paragraph(rng) for _ in range(max(page.paragraphs, 1))]
+    paragraphs = [text.paragraph(rng, page.topic) for _ in range(max(page.paragraphs, 1))]
+    if revision is not None:
+        paragraphs.insert(0, f"Live update number {revision}.")
     # Spread the body links over the paragraphs, a few per paragraph, like inline links.
     for n, anchor in enumerate(body_links):
         at = n % len(paragraphs)

@@ -9,8 +9,9 @@ address the connection arrived on), `method`, `path` (path and query as received
 Optional fields, written only when set so older logs and readers stay valid: `aborted`
 (true when the answer ended early: the client went away, or the server stopped; then
 `bytes` counts what was written before) and `retry_after` (seconds from `t_end` the
-answer asked the client to wait, from its Retry-After header). `status` 0 means no
-status line was ever sent.
+answer asked the client to wait, from its Retry-After header), `if_none_match` and
+`if_modified_since` (the request's header values as received, when it sent them).
+`status` 0 means no status line was ever sent.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class RequestLogRecord:
     body_bytes: int
     aborted: bool = False
     retry_after_s: float | None = None
+    if_none_match: str | None = None
+    if_modified_since: str | None = None
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -55,6 +58,10 @@ class RequestLogRecord:
             out["aborted"] = True
         if self.retry_after_s is not None:
             out["retry_after"] = self.retry_after_s
+        if self.if_none_match is not None:
+            out["if_none_match"] = self.if_none_match
+        if self.if_modified_since is not None:
+            out["if_modified_since"] = self.if_modified_since
         return out
 
     @classmethod
@@ -78,7 +85,14 @@ class RequestLogRecord:
             body_bytes=int(num("bytes")),
             aborted=obj.get("aborted") is True,
             retry_after_s=num("retry_after") if obj.get("retry_after") is not None else None,
+            if_none_match=_optional_str(obj, "if_none_match"),
+            if_modified_since=_optional_str(obj, "if_modified_since"),
         )
+
+
+def _optional_str(obj: dict[str, object], key: str) -> str | None:
+    value = obj.get(key)
+    return None if value is None else str(value)
 
 
 def parse_request_log(text: str) -> list[RequestLogRecord]:

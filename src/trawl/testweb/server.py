@@ -21,6 +21,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from trawl.testweb.answers import Reply, Responder
+from trawl.testweb.conditional import is_not_modified
 from trawl.testweb.hostile_server import HostileServer
 from trawl.testweb.request_log import RequestLogRecord
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _PORT_ATTEMPTS = 50
 _NOT_ALLOWED = Reply(405, (("Content-Type", "text/plain"), ("Allow", "GET, HEAD")), b"")
+_NOT_MODIFIED_HEADERS = frozenset({"ETag", "Last-Modified", "Cache-Control", "Vary"})
 
 
 def bind_listeners(ips: Sequence[str], port: int | None) -> tuple[int, list[socket.socket]]:
@@ -132,12 +134,12 @@ class TestWebServer:
             reply = self._responder.answer(host, request.path, accepts_gzip)
         else:
             reply = _NOT_ALLOWED
-        status, body = reply.status, reply.body
-        if reply.etag is not None and request.headers.get(hdrs.IF_NONE_MATCH) == reply.etag:
+        status, body, headers = reply.status, reply.body, reply.headers
+        if reply.status == 200 and _is_not_modified(request, reply):
+            # RFC 9110 §15.4.5: a 304 repeats the validators, not the content metadata.
             status, body = 304, b""
-        response = web.Response(
-            status=status, body=body or None, headers=CIMultiDict(reply.headers)
-        )
+            headers = tuple((k, v) for k, v in headers if k in _NOT_MODIFIED_HEADERS)
+        response = web.Response(status=status, body=body or None, headers=CIMultiDict(headers))
         await response.prepare(request)
         await response.write_eof()
         self._record(request, t_start, host, status, 0 if request.method == "HEAD" else len(body))
@@ -160,9 +162,23 @@ class TestWebServer:
             status=status,
             ua=request.headers.get(hdrs.USER_AGENT, ""),
             body_bytes=sent,
+            if_none_match=request.headers.get(hdrs.IF_NONE_MATCH),
+            if_modified_since=request.headers.get(hdrs.IF_MODIFIED_SINCE),
         )
         self._write(record)
 
     def _write(self, record: RequestLogRecord) -> None:
         self._log.write(json.dumps(record.to_json()) + "\n")
         self._served += 1
+
+
+def _is_not_modified(request: web.BaseRequest, reply: Reply) -> bool:
+    """Whether the request's conditions turn this 200 into a 304 (see `conditional`)."""
+    tags = request.if_none_match
+    since = request.if_modified_since
+    return is_not_modified(
+        etag=reply.etag,
+        last_modified_at=reply.last_modified_at,
+        if_none_match=None if tags is None else [tag.value for tag in tags],
+        if_modified_since_at=None if since is None else since.timestamp(),
+    )

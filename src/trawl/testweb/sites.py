@@ -8,7 +8,8 @@ polite crawler would (BFS from the seeds, no links out of `nofollow` pages, robo
 evaluated with protego), and `politeness_inputs` feeds `check_politeness`.
 
 Rules the generator keeps, so expectations stay simple:
-- every page of a site is linked from an index page that is never `nofollow`;
+- every page of a site is linked from an index page that is never `nofollow`, except the
+  freshness web's sitemap-only pages (`build_web(freshness=True)`, see `freshness.py`);
 - pages carry no external resources (no stylesheets, images or scripts), and a
   `<link rel="next">` target is also linked by an `<a>`, so a link extractor that reads
   `<link>` tags and one that does not discover the same URLs;
@@ -25,6 +26,7 @@ from typing import ClassVar
 
 from protego import Protego
 
+from trawl.testweb.freshness import Freshness, add_freshness
 from trawl.testweb.hostile import HostileKind, HostileSite, build_hostile_sites
 from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, Site
 from trawl.testweb.politeness import PolitenessInputs
@@ -35,6 +37,7 @@ __all__ = [
     "DEFAULT_AGENT_TOKEN",
     "Decoration",
     "Form",
+    "Freshness",
     "HostileKind",
     "HostileSite",
     "Link",
@@ -62,6 +65,8 @@ class TestWeb:
     # Hostile sites (`build_web(hostile=True)`): served by `hostile_server`, linked from
     # the first seed's home page, and left out of `expected_fetches`/`expected_robots`.
     hostile: tuple[HostileSite, ...] = ()
+    # The freshness features (`build_web(freshness=True)`), see `freshness()`.
+    freshness_spec: Freshness | None = None
 
     def site_of(self, host: str) -> Site | None:
         return self.by_host.get(host.lower())
@@ -95,7 +100,30 @@ class TestWeb:
         robots.txt requests (see `expected_robots`) and the hostile sites (see
         `hostile_bounds`).
         """
+        return set(self._walk(port, agent_token)[0])
+
+    def expected_fetches_with_sitemaps(
+        self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN
+    ) -> set[tuple[str, str]]:
+        """`expected_fetches` of a crawl that also reads sitemaps, and what they lead to.
+
+        Sitemaps are those robots.txt names plus /sitemap.xml, read when their host is
+        discovered; only entries on the sitemap's own site count. The sitemap files
+        themselves are left out, like robots.txt (see `Freshness.sitemap_files`).
+        """
+        return set(self._walk(port, agent_token, with_sitemaps=True)[0])
+
+    def breadth_first_order(
+        self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN
+    ) -> list[tuple[str, str]]:
+        """`expected_fetches` in the order a breadth-first crawl from the seeds meets them."""
         return self._walk(port, agent_token)[0]
+
+    def freshness(self) -> Freshness:
+        """Which URLs play which freshness part; raises ValueError unless built with it."""
+        if self.freshness_spec is None:
+            raise ValueError("this test web was built without freshness=True")
+        return self.freshness_spec
 
     def expected_robots(self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN) -> set[str]:
         """Hostnames whose /robots.txt a correct crawl requests (every discovered host)."""
@@ -128,23 +156,28 @@ class TestWeb:
         """
         return {site.domain: site.page_bound for site in self.hostile}
 
-    def _walk(self, port: int, agent_token: str) -> tuple[set[tuple[str, str]], set[str]]:
+    def _walk(
+        self, port: int, agent_token: str, *, with_sitemaps: bool = False
+    ) -> tuple[list[tuple[str, str]], set[str]]:
         rules = {s.domain: Protego.parse(effective_rules(s.robots)) for s in self.sites}
         start = [(domain, "/") for domain in self.seed_domains]
         seen = set(start)
         queue = deque(start)
-        fetched: set[tuple[str, str]] = set()
+        fetched: list[tuple[str, str]] = []
         robots_hosts: set[str] = set()
         while queue:
             host, path = queue.popleft()
             site = self.by_host.get(host)
             if site is None:  # a hostile site: judged by `hostile_bounds` instead
                 continue
+            targets = _followed_targets(site.pages.get((host, path)))
+            if host not in robots_hosts and with_sitemaps:
+                targets += _sitemap_targets(site, host)
             robots_hosts.add(host)
             if not rules[site.domain].can_fetch(f"http://{host}:{port}{path}", agent_token):
                 continue
-            fetched.add((host, path))
-            for target in _followed_targets(site.pages.get((host, path))):
+            fetched.append((host, path))
+            for target in targets:
                 if target not in seen:
                     seen.add(target)
                     queue.append(target)
@@ -162,6 +195,23 @@ def _followed_targets(page: Page | None) -> list[tuple[str, str]]:
     return [(link.host, link.path) for link in page.links]
 
 
+def _sitemap_targets(site: Site, host: str) -> list[tuple[str, str]]:
+    """Same-site entries of the sitemaps a crawler reads on `host` (indexes followed)."""
+    files = [(host, path) for path in site.robots_sitemaps] if host == site.apex else []
+    files.append((host, "/sitemap.xml"))
+    targets: list[tuple[str, str]] = []
+    while files:
+        sitemap = site.sitemaps.get(files.pop(0))
+        if sitemap is None:
+            continue
+        entries = [(e.host, e.path) for e in sitemap.entries if e.host in site.hosts]
+        if sitemap.is_index:
+            files += entries
+        else:
+            targets += entries
+    return targets
+
+
 def build_web(
     n_sites: int = 60,
     pages_per_site: int = 20,
@@ -169,12 +219,16 @@ def build_web(
     *,
     n_seeds: int = 5,
     hostile: bool = False,
+    freshness: bool = False,
 ) -> TestWeb:
     """Build a test web of `n_sites` sites of about `pages_per_site` pages each.
 
     Every robots variant appears once `n_sites >= 12`. `hostile` adds one hostile site
     per `HostileKind` (127.3.0.x), linked from the first seed's home page; the other
-    sites and pages stay as without it. Pure: the same arguments give the same web.
+    sites and pages stay as without it. `freshness` adds live and static pages, sitemaps,
+    exact and near copies and popular pages (see `freshness.py` and `TestWeb.freshness`);
+    it needs `n_sites >= 12` and changes the text of every page (ValueError if too small).
+    Pure: the same arguments give the same web.
     """
     if n_sites < 1 or pages_per_site < 1:
         raise ValueError(f"need >= 1 site and page, got {n_sites=} {pages_per_site=}")
@@ -183,12 +237,20 @@ def build_web(
     ranked = sorted(sites, key=lambda s: (-s.weight, s.index))
     fetchable = [s for s in ranked if _may_crawl_home(s)]
     seeds = tuple(s.domain for s in fetchable[:n_seeds])
-    if not hostile:
-        return TestWeb(sites=tuple(sites), seed_domains=seeds, by_host=by_host)
-    hostile_sites = build_hostile_sites()
-    sites = [_link_hostile(s, hostile_sites) if s.domain == seeds[0] else s for s in sites]
+    hostile_sites: tuple[HostileSite, ...] = ()
+    if hostile:
+        hostile_sites = build_hostile_sites()
+        sites = [_link_hostile(s, hostile_sites) if s.domain == seeds[0] else s for s in sites]
+        by_host = {host: site for site in sites for host in site.hosts}
+    if not freshness:
+        return TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+    base = TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+    reached = {host for host, path in base.expected_fetches(80) if path == "/"}
+    # Its own generator, so the base web is the same with and without the features.
+    rng = random.Random(f"freshness:{seed}")
+    sites, spec = add_freshness(sites, seeds, reached, rng)
     by_host = {host: site for site in sites for host in site.hosts}
-    return TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+    return TestWeb(tuple(sites), seeds, by_host, hostile_sites, spec)
 
 
 def _link_hostile(site: Site, hostile: tuple[HostileSite, ...]) -> Site:

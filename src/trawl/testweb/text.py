@@ -6,10 +6,7 @@ near-duplicate fingerprints see something like the web, not `lorem ipsum` repeat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import random
+import random
 
 
 def _wordlist(words: str) -> tuple[str, ...]:
@@ -34,9 +31,30 @@ _ADJECTIVES = _wordlist(
     "western local remote careful simple detailed brief annual rare common public private "
     "wooden stone bright dark steady sudden gentle modern ancient familiar"
 )
+_TOPICAL = frozenset(_NOUNS + _ADJECTIVES)  # words a page's topic words stand in for
 _CONNECTIVES = _wordlist(
     "meanwhile however therefore later afterwards still indeed besides instead again"
 )
+
+
+# Syllables for topic words: millions of three-syllable pseudo-words, so two pages' topics
+# almost never share a word.
+_ONSETS = _wordlist("b br c ch d f g gl h j k l m n p pr qu r s st t tr v w z")
+_NUCLEI = _wordlist("a e i o u ai ea ou")
+_CODAS = ("",) * 4 + _wordlist("n r s l m th")
+
+
+def topic_words(seed: int, n: int = 32) -> tuple[str, ...]:
+    """`n` made-up words that only one page (and its copies) uses, from `seed`.
+
+    The shared vocabulary above is small, so without them two unrelated pages use much the
+    same words and their simhashes land a few bits apart, like near-copies.
+    """
+    rng = random.Random(seed)
+    return tuple(
+        "".join(rng.choice(_ONSETS) + rng.choice(_NUCLEI) for _ in range(3)) + rng.choice(_CODAS)
+        for _ in range(n)
+    )
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -49,7 +67,12 @@ def title(rng: random.Random) -> str:
     return words(rng, rng.randint(2, 4)).title()
 
 
-def sentence(rng: random.Random) -> str:
+def sentence(rng: random.Random, topic: tuple[str, ...] = ()) -> str:
+    """One sentence; with `topic`, its nouns and adjectives are drawn from those words instead.
+
+    Without `topic` it draws from `rng` exactly as it always did, so the default web's text
+    stays byte for byte the same.
+    """
     parts = [
         "The",
         rng.choice(_ADJECTIVES),
@@ -63,8 +86,10 @@ def sentence(rng: random.Random) -> str:
         parts += ["near the", rng.choice(_NOUNS)]
     if rng.random() < 0.3:
         parts = [rng.choice(_CONNECTIVES).capitalize() + ",", "the", *parts[1:]]
+    if topic:
+        parts = [rng.choice(topic) if word in _TOPICAL else word for word in parts]
     return " ".join(parts) + "."
 
 
-def paragraph(rng: random.Random) -> str:
-    return " ".join(sentence(rng) for _ in range(rng.randint(4, 9)))
+def paragraph(rng: random.Random, topic: tuple[str, ...] = ()) -> str:
+    return " ".join(sentence(rng, topic) for _ in range(rng.randint(4, 9)))
