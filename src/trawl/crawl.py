@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from trawl.page_outcomes import PageOutcomes
 from trawl.site_requests import SiteRequests
+from trawl.sitemap_outcomes import Sitemaps
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 class Crawler:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
-        self.requests = SiteRequests(ctx)
-        self.outcomes = PageOutcomes(ctx)
+        sitemaps = Sitemaps(ctx)
+        self.requests = SiteRequests(ctx, sitemaps)
+        self.outcomes = PageOutcomes(ctx, sitemaps)
         self._turns = asyncio.Semaphore(ctx.settings.crawl.concurrency)
         self._wakeup = asyncio.Event()
 

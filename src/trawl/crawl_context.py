@@ -8,13 +8,14 @@ counters are written by any task between awaits. Worker processes get values, ne
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trawl.cpu_batches import BatchedWorkers
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
-from trawl.model import CrawlUrl, Line, PageRecord
+from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from trawl.fetch.fetcher import Fetcher
     from trawl.frontier.frontier import Frontier
     from trawl.frontier.traps import TrapPolicy
+    from trawl.link_scores import LinkScores
     from trawl.politeness.ip_gate import IpGate
     from trawl.seen.seen_set import SeenSet
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
@@ -61,6 +63,8 @@ class CrawlStats:
     duplicates: int = 0  # exact copies of a page stored under another URL
     near_duplicates: int = 0
     refresh_queued: int = 0  # due pages moved to the frontier
+    rescored: int = 0  # queued URLs re-scored as their in-links grew
+    sitemap_fetches: int = 0  # sitemap requests that ended (not counted as pages)
     sitemap_urls: int = 0  # URLs read from sitemaps (after the site and cap checks)
     sitemap_new: int = 0  # of those, URLs that were new
     sitemap_due: int = 0  # known pages made due by a newer lastmod
@@ -87,9 +91,11 @@ class CrawlContext:
         rules: NormaliseRules,
         trap_policy: TrapPolicy,
         fingerprints: SqliteFingerprints,
+        scores: LinkScores,
         resumed: bool = False,
     ) -> None:
         self.fingerprints = fingerprints
+        self.scores = scores
         r = settings.recrawl
         self.recrawl_policy = RecrawlPolicy(
             min_interval_s=r.min_interval,
@@ -189,27 +195,55 @@ class CrawlContext:
 
     # -- discovery ----------------------------------------------------------------------
     def discover(
-        self, url: str, url_hash: str, site: str, depth: int, line: Line, *, must_crawl: bool
+        self,
+        url: str,
+        url_hash: str,
+        site: str,
+        depth: int,
+        line: Line,
+        *,
+        must_crawl: bool,
+        kind: UrlKind = UrlKind.PAGE,
+        score: float = 0.0,
+        score_parts: str = "",
     ) -> bool:
         """Queue a normalised URL unless seen; returns True when it was new."""
-        if must_crawl:
-            is_new = self.seen.add_must_crawl_if_new(url_hash)
-        else:
-            is_new = self.seen.add_if_new(url_hash)
-        if not is_new:
+        if not self.claim(url_hash, must_crawl=must_crawl):
             return False
-        trap = None if must_crawl else check_url(url, depth, self.trap_policy)
+        item = CrawlUrl(
+            url, url_hash, site, depth, line, self.clock.now(), kind, score, score_parts
+        )
+        return self.queue_new(item, must_crawl=must_crawl)
+
+    def claim(self, url_hash: str, *, must_crawl: bool) -> bool:
+        """The seen check: True (and now seen) when the URL was new."""
+        if must_crawl:
+            return self.seen.add_must_crawl_if_new(url_hash)
+        return self.seen.add_if_new(url_hash)
+
+    def queue_new(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
+        """Queue a claimed URL unless a trap rule refuses it; True when queued."""
+        trap = None if must_crawl else check_url(item.url, item.depth, self.trap_policy)
         if trap is not None:
             self.traps.count(trap)
             self.stats.count(self.stats.skipped, str(trap))
             return False
-        state = self.sites.get(site)
+        state = self.sites.get(item.site)
         ready_at = 0.0 if state is None else state.clock.next_allowed_at
-        if state is not None and state.traps.is_flagged:
-            line = Line.SLOW  # the similarity alarm: a copy-heavy site's links wait
-        item = CrawlUrl(url, url_hash, site, depth, line, self.clock.now())
+        if state is not None and state.traps.is_flagged and item.line is Line.FAST:
+            # The similarity alarm: a copy-heavy site's links wait.
+            item = dataclasses.replace(item, line=Line.SLOW)
         self.frontier.enqueue(item, ready_at=ready_at)
         return True
+
+    def site_referrers(self, site: str) -> int:
+        """Other sites seen linking to `site` (0 for a site not loaded in this run)."""
+        state = self.sites.get(site)
+        return 0 if state is None else state.traps.referring_sites()
+
+    def rescore(self, url_hash: str) -> bool:
+        """Update a queued URL's score from today's in-link counts."""
+        return self.frontier.rescore(url_hash, lambda parts: self.scores.rescored(url_hash, parts))
 
     # -- recrawl ------------------------------------------------------------------------
     def queue_due_pages(self) -> int:
@@ -222,21 +256,22 @@ class CrawlContext:
         due = self.records.take_due(now, self.settings.recrawl.due_batch)
         for page in due:
             item = CrawlUrl(
-                page.url,
-                page.url_hash,
-                page.site,
-                page.depth,
-                Line.REFRESH,
-                now,
-                page.kind,
-                page.importance,
+                page.url, page.url_hash, page.site, page.depth, Line.REFRESH, now, page.kind
             )
             state = self.sites.get(page.site)
-            self.frontier.enqueue(
-                item, ready_at=0.0 if state is None else state.clock.next_allowed_at
-            )
+            ready_at = 0.0 if state is None else state.clock.next_allowed_at
+            self.frontier.enqueue(item, ready_at=ready_at)
         self.stats.refresh_queued += len(due)
         return len(due)
+
+    def discover_from_sitemap(self, url: str, url_hash: str, site: str) -> bool:
+        """Queue a URL a sitemap of its own site listed (depth 1: one step from the home);
+        a trusted site's entries get the sitemap boost."""
+        if not self.claim(url_hash, must_crawl=False):
+            return False
+        score, parts, line = self.scores.sitemap_entry(url, self.site_referrers(site))
+        item = CrawlUrl(url, url_hash, site, 1, line, self.clock.now(), UrlKind.PAGE, score, parts)
+        return self.queue_new(item, must_crawl=False)
 
     # -- limits -------------------------------------------------------------------------
     def may_start_page(self) -> bool:
@@ -291,6 +326,7 @@ class CrawlContext:
         self.commit(hosts=True)
         self.warc.sync()
         self.seen.checkpoint()
+        self.scores.save()
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._last_checkpoint = self.clock.now()
 

@@ -11,8 +11,9 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
+from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
-from trawl.model import FetchResult, Line, PageRecord
+from trawl.model import CrawlUrl, FetchResult, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.stored_content import StoredContent
@@ -25,13 +26,16 @@ RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
-    from trawl.model import CrawlUrl, Lease
+    from trawl.model import Lease
+    from trawl.politeness.site_state import SiteState
+    from trawl.sitemap_outcomes import Sitemaps
 
 
 class PageOutcomes:
-    def __init__(self, ctx: CrawlContext) -> None:
+    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps) -> None:
         self.ctx = ctx
         self.content = StoredContent(ctx)
+        self.sitemaps = sitemaps
 
     async def handle(self, lease: Lease, result: FetchResult, previous: PageRecord | None) -> None:
         """`previous` is the page's record before this fetch (refetches only)."""
@@ -44,6 +48,10 @@ class PageOutcomes:
         changed: bool | None = None  # None: nothing to compare with
         if result.status == 304 and previous is not None:
             record, changed = self._not_modified(record, previous, result), False
+        elif item.kind is UrlKind.SITEMAP:
+            await self.sitemaps.handle(item, result, record)
+            if previous is not None and record.content_hash:
+                changed = record.content_hash != previous.content_hash
         # The fetcher reads a page's body only for fetch.stored_types (HTML).
         elif result.body is not None and 200 <= result.status < 300:
             known = previous.content_hash if previous is not None else ""
@@ -69,10 +77,25 @@ class PageOutcomes:
         for link in out.links:
             if link.site != item.site:
                 ctx.note_referrer(link.site, item.site)
-            line = Line.FAST if _is_home_of_new_site(link.url, link.site, item) else Line.SLOW
-            if ctx.discover(link.url, link.url_hash, link.site, item.depth + 1, line,
-                            must_crawl=False):  # fmt: skip
-                ctx.stats.links_new += 1
+        referrers = [ctx.site_referrers(link.site) for link in out.links]
+        for scored in ctx.scores.score_page_links(item.site, item.score, out.links, referrers):
+            link = scored.link
+            if ctx.claim(link.url_hash, must_crawl=False):
+                new = CrawlUrl(
+                    link.url,
+                    link.url_hash,
+                    link.site,
+                    item.depth + 1,
+                    scored.line,
+                    ctx.clock.now(),
+                    UrlKind.PAGE,
+                    scored.score,
+                    scored.parts_json(),
+                )
+                if ctx.queue_new(new, must_crawl=False):
+                    ctx.stats.links_new += 1
+            elif scored.rescore and ctx.rescore(link.url_hash):
+                ctx.stats.rescored += 1
 
     def _not_modified(
         self, record: PageRecord, previous: PageRecord, result: FetchResult
@@ -140,15 +163,14 @@ class PageOutcomes:
     ) -> PageRecord:
         ctx = self.ctx
         state = ctx.site_state(item.site)
-        ctx.stats.pages_fetched += 1
-        if result.error_kind:
-            ctx.stats.errors += 1
-            ctx.stats.count(ctx.stats.statuses, f"error:{result.error_kind}")
-            state.note_error(result.started_at, item.url, result.error_kind)
+        if item.kind is UrlKind.SITEMAP:
+            # Not a page: counted apart, like robots.txt, and not against the daily cap.
+            ctx.stats.sitemap_fetches += 1
+            label = f"error:{result.error_kind}" if result.error_kind else str(result.status)
+            ctx.stats.count(ctx.stats.statuses, f"sitemap:{label}")
+            ctx.mark_dirty(item.site)
         else:
-            ctx.stats.count(ctx.stats.statuses, str(result.status))
-            state.count_page(result.started_at)
-        ctx.mark_dirty(item.site)
+            self._count_page(state, item, result)
         record = PageRecord(
             url_hash=item.url_hash,
             url=item.url,
@@ -167,6 +189,18 @@ class PageOutcomes:
         if result.truncated:
             record.extra["truncated"] = "length"
         return record
+
+    def _count_page(self, state: SiteState, item: CrawlUrl, result: FetchResult) -> None:
+        ctx = self.ctx
+        ctx.stats.pages_fetched += 1
+        if result.error_kind:
+            ctx.stats.errors += 1
+            ctx.stats.count(ctx.stats.statuses, f"error:{result.error_kind}")
+            state.note_error(result.started_at, item.url, result.error_kind)
+        else:
+            ctx.stats.count(ctx.stats.statuses, str(result.status))
+            state.count_page(result.started_at)
+        ctx.mark_dirty(item.site)
 
     def _page_input(self, result: FetchResult, known_content_hash: str) -> PageInput:
         assert result.body is not None
@@ -200,13 +234,5 @@ class PageOutcomes:
 
 
 def item_importance(item: CrawlUrl, previous: PageRecord | None) -> float:
-    """Recrawl weight of a URL from its frontier score (placeholder until scoring lands)."""
-    return previous.importance if previous is not None else 1.0
-
-
-def _is_home_of_new_site(url: str, site: str, parent: CrawlUrl) -> bool:
-    """Front-line rule until scoring lands (issue 5): other sites' home pages go fast.
-
-    `url` is normalised, so a home page is exactly "scheme://authority/".
-    """
-    return site != parent.site and url.endswith("/") and url.count("/") == 3
+    """Recrawl weight: from the URL's score when it was discovered, kept afterwards."""
+    return previous.importance if previous is not None else importance(item.score)

@@ -27,13 +27,15 @@ if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
     from trawl.model import Lease, Line, PageRecord
     from trawl.politeness.site_state import SiteState
+    from trawl.sitemap_outcomes import Sitemaps
 
 _MAX_SKIPS_PER_TURN = 200  # disallowed URLs dropped in one turn before yielding
 
 
 class SiteRequests:
-    def __init__(self, ctx: CrawlContext) -> None:
+    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps) -> None:
         self.ctx = ctx
+        self.sitemaps = sitemaps
 
     async def take_turn(self, site: str, line: Line | None = None) -> Lease | None:
         """Lease the site's next allowed URL (from `line`'s kind of work when it has some),
@@ -63,7 +65,8 @@ class SiteRequests:
                 return None
             if self._over_daily_cap(state, now):
                 return None
-            ctx.pages_started += 1
+            if queued.item.kind is UrlKind.PAGE:
+                ctx.pages_started += 1
             return ctx.frontier.lease(queued, now)
         return None
 
@@ -140,6 +143,9 @@ class SiteRequests:
             else:
                 ctx.blocked_sites.discard(state.site)
             ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
+            first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
+            if first_read and rules.status is not RobotsStatus.UNREACHABLE:
+                self.sitemaps.queue_from_robots(state, origin, rules)
             # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
             ctx.write_host(state.site)
             ctx.records.commit()

@@ -46,7 +46,7 @@ class StoredContent:
         """Fill `record` from the worker's output and write what must be written."""
         assert result.body is not None
         record.content_hash = out.content_hash
-        record.simhash = format_simhash(out.simhash)
+        record.simhash = format_simhash(out.main_simhash)
         record.body_bytes = len(result.body)
         record.extra.update(_flags(out))
         if out.noindex:
@@ -134,14 +134,14 @@ class StoredContent:
         """Name the main copy this page nearly duplicates, or index it as a main copy."""
         ctx = self.ctx
         d = ctx.settings.dedup
-        if not out.simhash or out.text_tokens < d.near_min_tokens:
+        if not out.main_simhash or out.text_tokens < d.near_min_tokens:
             return
         match = ctx.fingerprints.near_copy_of(
-            out.simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
+            out.main_simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
         )
         state = ctx.site_state(item.site)
         if match is None:
-            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
+            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.main_simhash)
             state.note_content(is_copy=False)
             return
         record.near_duplicate_of = match.url

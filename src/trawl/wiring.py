@@ -25,6 +25,7 @@ from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
 from trawl.frontier.frontier import Frontier
 from trawl.frontier.traps import TrapPolicy
+from trawl.link_scores import LinkScores
 from trawl.model import Line
 from trawl.page_work import init_worker
 from trawl.politeness.ip_gate import IpGate
@@ -47,6 +48,7 @@ IP_GAP_MARGIN_S = 0.05
 DB_NAME = "trawl.db"
 WARC_DIR = "warc"
 BLOOM_NAME = "seen.bloom"
+INLINKS_NAME = "inlinks.bin"  # the in-link counter (frontier.inlinks), saved at checkpoints
 
 
 def user_agent(settings: Settings) -> str:
@@ -179,6 +181,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         rules=rules,
         trap_policy=trap_policy(settings),
         fingerprints=SqliteFingerprints(conn),
+        scores=LinkScores(data_dir / INLINKS_NAME),
         resumed=resumed,
     )
 
@@ -227,6 +230,11 @@ def queue_all_due(ctx: CrawlContext) -> int:
 
 def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
     """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = sum(ctx.discover(url, h, site, 0, Line.FAST, must_crawl=True) for url, h, site in seeds)
+    added = 0
+    for url, h, site in seeds:
+        score, parts = ctx.scores.seed(url, ctx.site_referrers(site))
+        added += ctx.discover(
+            url, h, site, 0, Line.FAST, must_crawl=True, score=score, score_parts=parts
+        )
     ctx.commit()
     return added

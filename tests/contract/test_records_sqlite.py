@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.errors import DataError
-from trawl.model import PageFetchedEvent, PageRecord
+from trawl.model import PageFetchedEvent, PageRecord, UrlKind
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 
@@ -104,3 +104,54 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(DataError, match="schema version 99"):
         open_database(db)
+
+
+def test_recrawl_fields_survive_the_round_trip(records: SqliteRecords) -> None:
+    page = _page(1)
+    page.visits = [[300.0, 1.0], [600.0, 0.0]]
+    page.importance = 2.5
+    page.duplicate_of = "http://a.test/0"
+    page.near_duplicate_of = "http://b.test/9"
+    page.last_status = 304
+    page.kind = UrlKind.SITEMAP
+    page.next_fetch_at = 5000.0
+    records.put_page(page, None)
+    records.commit()
+    assert records.get_page(page.url_hash) == page
+
+
+def test_due_pages_leave_the_due_index_once_taken(records: SqliteRecords) -> None:
+    for i in range(5):
+        page = _page(i)
+        page.next_fetch_at = 100.0 * (i + 1)  # 100, 200, ... 500
+        records.put_page(page, None)
+    records.commit()
+    assert records.due_count(250.0) == 2
+    assert records.next_due_at() == 100.0
+    due = records.take_due(350.0, limit=2)
+    assert [d.url_hash for d in due] == [_page(0).url_hash, _page(1).url_hash]  # earliest first
+    assert records.take_due(350.0, limit=10)[0].url_hash == _page(2).url_hash
+    assert records.take_due(350.0, limit=10) == []
+    records.commit()
+    # A page stored again (fetched) is due again at its new nextFetchAt.
+    page = _page(0)
+    page.next_fetch_at = 900.0
+    records.put_page(page, None)
+    assert [d.url_hash for d in records.take_due(1000.0, limit=10)] == [
+        _page(3).url_hash,
+        _page(4).url_hash,
+        _page(0).url_hash,
+    ]
+
+
+def test_make_due_only_brings_waiting_pages_forward(records: SqliteRecords) -> None:
+    for i in range(3):
+        page = _page(i)
+        page.next_fetch_at = 1000.0
+        records.put_page(page, None)
+    records.commit()
+    assert records.last_fetched([_page(0).url_hash, "f" * 32]) == {_page(0).url_hash: 1000.0}
+    records.take_due(1000.0, limit=1)  # page 0 is queued now: not in the due index
+    assert records.make_due([_page(0).url_hash, _page(1).url_hash], 10.0) == 1
+    assert [d.url_hash for d in records.take_due(10.0, limit=10)] == [_page(1).url_hash]
+    assert records.make_due([_page(2).url_hash], 2000.0) == 0  # never later

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     import pytest
 
-ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt"}
+# Not pages: robots.txt (and its redirect target), and the sitemap trawl guesses per host.
+ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt", "/sitemap.xml"}
 KILLS = 4
 KILL_AFTER_S = (1.5, 6.0)
 # Pages whose outcome a kill can lose: per site, the request in flight plus at most one that
@@ -124,7 +125,9 @@ def check_store(
 ) -> dict[str, dict[str, Any]]:
     """Every invariant of the data directory against the test web; returns records by urlHash."""
     expected = web.web.expected_fetches(web.port)
-    records = read_lines(["pages", "--data", str(data)], capsysbinary)
+    records = [
+        r for r in read_lines(["pages", "--data", str(data)], capsysbinary) if r["kind"] == "page"
+    ]
     by_page = Counter(host_path(r["url"]) for r in records)
     assert {p: n for p, n in by_page.items() if n > 1} == {}, "duplicate page records"
     assert set(by_page) - expected == set(), "records of pages a crawl should not fetch"

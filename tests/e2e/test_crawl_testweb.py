@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from trawl.testweb.request_log import RequestLogRecord
 
 SITES, PAGES = 12, 8  # 12 sites cover every robots.txt variant of the test web
-ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt"}
+# Not pages: robots.txt (and its redirect target), and the sitemap trawl guesses per host.
+ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt", "/sitemap.xml"}
 
 
 @dataclass
@@ -104,8 +105,11 @@ def _read_lines(args: list[str], capsys: pytest.CaptureFixture[str]) -> list[dic
 def test_every_fetch_has_a_record_and_every_stored_page_one_event(
     crawl_run: CrawlRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pages = _read_lines(["pages", "--data", str(crawl_run.data)], capsys)
+    records = _read_lines(["pages", "--data", str(crawl_run.data)], capsys)
+    pages = [r for r in records if r["kind"] == "page"]
+    sitemaps = [r for r in records if r["kind"] == "sitemap"]
     assert len(pages) == crawl_run.summary.stats.pages_fetched
+    assert len(sitemaps) == crawl_run.summary.stats.sitemap_fetches
     statuses = Counter(p["httpStatus"] for p in pages)
     assert statuses[200] > 0
     assert statuses[404] > 0

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from trawl.testweb.request_log import RequestLogRecord
 
 MAX_TIME_S = 240.0
-ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt"}
+# Not pages: robots.txt (and its redirect target), and the sitemap trawl guesses per host.
+ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt", "/sitemap.xml"}
 
 
 @dataclass

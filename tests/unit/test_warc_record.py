@@ -199,3 +199,36 @@ def test_parse_http_head_handles_folding_and_rejects_garbage():
     assert headers == (("X-A", "one two"),)
     with pytest.raises(DataError, match="status line"):
         parse_http_head(b"garbage\r\n\r\n")
+
+
+def test_revisit_record_refers_to_the_original_and_reads_in_warcio() -> None:
+    import io
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    from trawl.store.warc_record import REVISIT_PROFILE, encode_revisit_record
+
+    original = encode()
+    revisit = encode_revisit_record(
+        url="https://example.test/copy",
+        fetched_at=1_796_000_100.0,
+        ip="127.0.0.9",
+        http_head=HEAD,
+        payload_digest=original.payload_digest,
+        refers_to_id=original.record_id,
+        refers_to_url="https://example.test/a?b=1",
+        refers_to_at=1_796_000_000.25,
+    )
+    records = list(
+        ArchiveIterator(io.BytesIO(original.data + revisit.data), check_digests="raise")
+    )
+    assert [r.rec_type for r in records] == ["response", "revisit"]
+    head = records[1].rec_headers
+    assert head.get_header("WARC-Refers-To") == original.record_id
+    assert head.get_header("WARC-Refers-To-Target-URI") == "https://example.test/a?b=1"
+    assert head.get_header("WARC-Profile") == REVISIT_PROFILE
+    assert head.get_header("WARC-Payload-Digest") == sha1_digest(BODY)
+    assert records[1].http_headers.get_statuscode() == "200"
+    warc_headers, block = parse_record(gunzip_member(revisit.data))
+    assert block == HEAD  # no payload: it lives in the original
+    assert warc_headers["WARC-Type"] == "revisit"

@@ -21,6 +21,7 @@ from trawl.model import CrawlUrl, Lease, Line, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,21 +79,27 @@ class Frontier:
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
 
-    def rescore(self, url_hash: str, score: float, score_parts: str, line: Line) -> bool:
-        """Update a waiting discovery URL's score (more in-links arrived); False when it is
-        not waiting (already fetched, leased, or queued for refresh)."""
+    def rescore(
+        self, url_hash: str, update: Callable[[str], tuple[float, str, Line] | None]
+    ) -> bool:
+        """Re-score a waiting discovery URL: `update(stored parts JSON)` gives its new
+        (score, parts JSON, line). False when it is not waiting (fetched, leased, refresh)."""
         row = self._conn.execute(
-            "SELECT id, site, line FROM queue WHERE url_hash = ? AND leased_until = 0"
-            " AND line != ? LIMIT 1",
+            "SELECT id, site, line, score_parts FROM queue WHERE url_hash = ?"
+            " AND leased_until = 0 AND line != ? LIMIT 1",
             (url_hash, int(Line.REFRESH)),
         ).fetchone()
         if row is None:
             return False
-        row_id, site, old_line = row
+        row_id, site, old_line, parts = row
+        new = update(parts)
+        if new is None:
+            return False
+        score, parts, line = new
         self._begin()
         self._conn.execute(
             "UPDATE queue SET score = ?, score_parts = ?, line = ? WHERE id = ?",
-            (score, score_parts, int(line), row_id),
+            (score, parts, int(line), row_id),
         )
         if old_line != line:
             self._schedule.take_work(site, Line(old_line))

@@ -1,0 +1,152 @@
+"""Scores for discovered URLs: in-link counts in, frontier line and score parts out.
+
+The shell around `frontier.scoring` (pure) and `frontier.inlinks` (the bounded counter):
+every link found on every page counts as an in-link of its target; a new target is scored
+and queued with its parts; a target already queued is re-scored only when its in-link
+counts cross a power of two (`score_bucket`), so frontier updates stay logarithmic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from trawl.frontier.inlinks import InLinkCounter
+from trawl.frontier.scoring import (
+    ScoreParts,
+    ScoringPolicy,
+    importance,
+    is_fast,
+    path_depth,
+    score_link,
+)
+from trawl.model import Line
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from trawl.page_work import FoundLink
+
+_TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)
+
+
+def _crossed(n: int) -> bool:
+    """Did a count that just rose to `n` change floor(log2(1 + n))?"""
+    return n > 0 and (n + 1) & n == 0
+
+
+class ScoredLink:
+    __slots__ = ("line", "link", "parts", "rescore", "score")
+
+    def __init__(self, link: FoundLink, parts: ScoreParts, policy: ScoringPolicy, rescore: bool):
+        self.link = link
+        self.parts = parts
+        self.score = parts.total()
+        self.line = Line.FAST if is_fast(self.score, policy) else Line.SLOW
+        self.rescore = rescore  # worth updating if it is already queued
+
+    def parts_json(self) -> str:
+        return json.dumps(self.parts.to_json(), separators=(",", ":"))
+
+
+class LinkScores:
+    def __init__(self, path: Path, policy: ScoringPolicy | None = None) -> None:
+        self.path = path
+        self.policy = policy or ScoringPolicy()
+        self.damaged_file = False
+        self.counter = self._load()
+
+    def _load(self) -> InLinkCounter:
+        try:
+            return InLinkCounter.from_bytes(self.path.read_bytes())
+        except FileNotFoundError:
+            return InLinkCounter()
+        except ValueError:
+            # A soft signal: start counting afresh rather than refuse to crawl.
+            self.damaged_file = True
+            return InLinkCounter()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_bytes(self.counter.to_bytes())
+        os.replace(tmp, self.path)
+
+    def score_page_links(
+        self,
+        source_site: str,
+        parent_score: float,
+        links: Sequence[FoundLink],
+        site_referrers: Sequence[int],
+    ) -> list[ScoredLink]:
+        counts = self.counter.add_page_links(
+            source_site, [link.url_hash for link in links], [link.site for link in links]
+        )
+        out = []
+        for link, (pages, sites), referrers in zip(links, counts, site_referrers, strict=True):
+            parts = score_link(
+                inlink_pages=pages,
+                inlink_sites=sites,
+                parent_score=parent_score,
+                site_referrers=referrers,
+                depth=path_depth(link.url),
+                policy=self.policy,
+            )
+            crossed = _crossed(pages) or (link.site != source_site and _crossed(sites))
+            out.append(ScoredLink(link, parts, self.policy, crossed))
+        return out
+
+    def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
+        """New (score, parts JSON, line) for a queued URL from today's in-link counts."""
+        try:
+            parts = ScoreParts.from_json(json.loads(stored_parts))
+        except (ValueError, TypeError, AttributeError):
+            return None
+        pages, sites = self.counter.estimate(url_hash)
+        fresh = score_link(
+            inlink_pages=pages,
+            inlink_sites=sites,
+            parent_score=0.0,
+            site_referrers=0,
+            depth=0,
+            policy=self.policy,
+        )
+        parts = ScoreParts(
+            fresh.inlink_pages,
+            fresh.inlink_sites,
+            parts.parent,
+            parts.site_popularity,
+            parts.depth,
+            parts.boost,
+        )
+        score = parts.total()
+        line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
+        return score, json.dumps(parts.to_json(), separators=(",", ":")), line
+
+    def seed(self, url: str, site_referrers: int) -> tuple[float, str]:
+        return self._entry(url, site_referrers, is_seed=True, from_sitemap=False)
+
+    def sitemap_entry(self, url: str, site_referrers: int) -> tuple[float, str, Line]:
+        trusted = site_referrers >= _TRUSTED_REFERRERS
+        score, parts = self._entry(url, site_referrers, is_seed=False, from_sitemap=trusted)
+        return score, parts, Line.FAST if is_fast(score, self.policy) else Line.SLOW
+
+    def _entry(
+        self, url: str, site_referrers: int, *, is_seed: bool, from_sitemap: bool
+    ) -> tuple[float, str]:
+        parts = score_link(
+            inlink_pages=0,
+            inlink_sites=0,
+            parent_score=0.0,
+            site_referrers=site_referrers,
+            depth=path_depth(url),
+            is_seed=is_seed,
+            from_sitemap=from_sitemap,
+            policy=self.policy,
+        )
+        return parts.total(), json.dumps(parts.to_json(), separators=(",", ":"))
+
+
+def recrawl_importance(score: float) -> float:
+    return importance(score)

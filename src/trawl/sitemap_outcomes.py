@@ -1,0 +1,132 @@
+"""Sitemaps (sitemaps.org): found through robots.txt, fetched politely, read for URLs.
+
+How this works. When an origin's robots.txt is first read, its `Sitemap:` lines of the
+same site — or, when it lists none and the origin is the site's apex or www host, the
+origin's /sitemap.xml (one guess per site, not one per subdomain) — are queued as SITEMAP
+URLs in the fast line; they are fetched through the site's clock like any page. A fetched
+sitemap is parsed and normalised in a worker process (page_work.process_sitemap):
+- an index queues its child sitemaps;
+- a urlset (or a plain-text list) discovers its new URLs, boosted when the site is trusted,
+  and makes a known page due at once when its <lastmod> is newer than our last fetch.
+Entries outside the sitemap's site are ignored (sitemaps.org: a sitemap speaks for its own
+site only). Per site and UTC day, at most `sitemaps.max_files_per_site` files and
+`sitemaps.max_urls_per_site` entries are taken. A sitemap gets a page record (kind
+"sitemap") and is refetched by its own change rate, but no WARC record and no event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from trawl.errors import InvalidUrl
+from trawl.model import Line, UrlKind
+from trawl.page_work import SitemapOutput, process_sitemap
+from trawl.urls.normalise import normalise_url, url_hash
+from trawl.urls.registered_domain import site_of_normalised
+
+if TYPE_CHECKING:
+    from trawl.crawl_context import CrawlContext
+    from trawl.model import CrawlUrl, FetchResult, PageRecord
+    from trawl.politeness.robots import RobotsRules
+    from trawl.politeness.site_state import SiteState
+
+
+class Sitemaps:
+    def __init__(self, ctx: CrawlContext) -> None:
+        self.ctx = ctx
+
+    def queue_from_robots(self, state: SiteState, origin: str, rules: RobotsRules) -> int:
+        """Queue an origin's sitemaps after its first robots.txt; returns how many."""
+        ctx = self.ctx
+        if not ctx.settings.sitemaps.enabled:
+            return 0
+        listed = rules.sitemaps()
+        if not listed and _is_main_host(origin, state.site):
+            listed = [origin + "/sitemap.xml"]
+        queued = 0
+        for raw in listed:
+            try:
+                url = normalise_url(raw.strip(), origin + "/", ctx.rules)
+                site = site_of_normalised(url)
+            except (InvalidUrl, ValueError):
+                ctx.stats.count(ctx.stats.skipped, "bad_sitemap_url")
+                continue
+            if site != state.site:
+                ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+                continue
+            queued += self._queue_file(state, url, depth=0)
+        return queued
+
+    async def handle(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
+        """Read a fetched sitemap into the frontier; fills `record` (no body is stored)."""
+        ctx = self.ctx
+        if result.body is None or not 200 <= result.status < 300:
+            return
+        s = ctx.settings.sitemaps
+        out: SitemapOutput = await asyncio.get_running_loop().run_in_executor(
+            ctx.cpu_pool, process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
+        )
+        record.content_hash = out.content_hash
+        record.body_bytes = len(result.body)
+        if out.error:
+            record.error = f"sitemap: {out.error}"
+            ctx.stats.count(ctx.stats.skipped, "sitemap_error")
+        if out.skipped:
+            ctx.stats.count(ctx.stats.skipped, "sitemap_entry", out.skipped)
+        state = ctx.site_state(item.site)
+        if out.is_index:
+            for link in out.links:
+                if link.site == item.site:
+                    self._queue_file(state, link.url, depth=item.depth + 1)
+                else:
+                    ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+            return
+        self._read_urls(item, state, out)
+
+    def _read_urls(self, item: CrawlUrl, state: SiteState, out: SitemapOutput) -> None:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        _, taken = state.sitemap_budget(now)
+        room = max(0, ctx.settings.sitemaps.max_urls_per_site - taken)
+        known: dict[str, float | None] = {}
+        used = 0
+        for link in out.links:
+            if link.site != item.site:
+                ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+                continue
+            if used >= room:
+                ctx.stats.count(ctx.stats.skipped, "sitemap_cap")
+                continue
+            used += 1
+            if ctx.discover_from_sitemap(link.url, link.url_hash, link.site):
+                ctx.stats.sitemap_new += 1
+            elif link.lastmod_at is not None:
+                known[link.url_hash] = link.lastmod_at
+        state.sitemap_urls += used
+        ctx.stats.sitemap_urls += used
+        ctx.mark_dirty(item.site)
+        if known:
+            fetched = ctx.records.last_fetched(list(known))
+            newer = [h for h, at in fetched.items() if (known[h] or 0.0) > at]
+            ctx.stats.sitemap_due += ctx.records.make_due(newer, now)
+
+    def _queue_file(self, state: SiteState, url: str, *, depth: int) -> int:
+        ctx = self.ctx
+        files, _ = state.sitemap_budget(ctx.clock.now())
+        if files >= ctx.settings.sitemaps.max_files_per_site:
+            ctx.stats.count(ctx.stats.skipped, "sitemap_file_cap")
+            return 0
+        if not ctx.discover(
+            url, url_hash(url), state.site, depth, Line.FAST, must_crawl=False,
+            kind=UrlKind.SITEMAP,
+        ):  # fmt: skip
+            return 0
+        state.sitemap_files += 1
+        ctx.mark_dirty(state.site)
+        return 1
+
+
+def _is_main_host(origin: str, site: str) -> bool:
+    host = origin.partition("://")[2].rpartition(":")[0] or origin.partition("://")[2]
+    return host in (site, "www." + site)
