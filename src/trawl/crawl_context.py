@@ -19,7 +19,7 @@ from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
-from trawl.recrawl.schedule import RecrawlPolicy
+from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 
 if TYPE_CHECKING:
     import sqlite3
@@ -255,8 +255,23 @@ class CrawlContext:
         now = self.clock.now()
         due = self.records.take_due(now, self.settings.recrawl.due_batch)
         for page in due:
+            priority = refresh_priority(
+                page.change_rate,
+                now - page.last_fetched_at,
+                visits=page.visits,
+                importance=page.importance,
+            )
+            parts = f'{{"changeRate":{page.change_rate:.6g},"importance":{page.importance:.3g}}}'
             item = CrawlUrl(
-                page.url, page.url_hash, page.site, page.depth, Line.REFRESH, now, page.kind
+                page.url,
+                page.url_hash,
+                page.site,
+                page.depth,
+                Line.REFRESH,
+                now,
+                page.kind,
+                priority,
+                parts,
             )
             state = self.sites.get(page.site)
             ready_at = 0.0 if state is None else state.clock.next_allowed_at

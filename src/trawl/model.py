@@ -99,6 +99,7 @@ class ParsedPage:
     base_url: str  # the page URL, or its <base href> resolved against it
     noindex: bool = False
     nofollow: bool = False
+    canonical: str = ""  # the first <link rel="canonical"> href, as written
 
 
 @dataclass(slots=True)

@@ -70,6 +70,7 @@ class PageOutput(NamedTuple):
     payload_digest: str  # WARC-Payload-Digest of the body, for revisit records
     main_simhash: int  # of the main text, boilerplate removed (near-copies, the record)
     text_tokens: int  # prose tokens main_simhash saw; too few and it is not matched
+    canonical: str  # normalised <link rel="canonical"> target, "" when absent or invalid
 
 
 def content_hash(body: bytes) -> str:
@@ -111,7 +112,17 @@ def process_page(page: PageInput) -> PageOutput:
         payload_digest,
         main_simhash,
         tokens,
+        _canonical(parsed.canonical, parsed.base_url),
     )
+
+
+def _canonical(href: str, base_url: str) -> str:
+    if not href:
+        return ""
+    try:
+        return normalise_url(href, base_url, _rules)
+    except InvalidUrl:
+        return ""
 
 
 def normalise_links(hrefs: tuple[str, ...], base_url: str) -> tuple[tuple[FoundLink, ...], int]:

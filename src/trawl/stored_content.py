@@ -7,6 +7,8 @@ URL also names it (`duplicateOf`). A new body is stored as a response record and
 the main copy. Near-copies (simhash of the main text within a few bits of a stored main
 copy) are stored — the text differs — but name their main copy (`nearDuplicateOf`); both
 kinds count against their site's recrawl rate (politeness.site_state.recrawl_slowdown).
+The main copy is the first one stored, unless a later copy is named canonical by it or
+sits closer to the seeds (`_takes_over`): that one is more likely the original source.
 
 page.fetched goes out for new content only: a new URL, or a page whose content changed.
 An unchanged refetch has nothing new for a consumer.
@@ -49,6 +51,8 @@ class StoredContent:
         record.simhash = format_simhash(out.main_simhash)
         record.body_bytes = len(result.body)
         record.extra.update(_flags(out))
+        if out.canonical and out.canonical != item.url:
+            record.extra["canonical"] = out.canonical
         if out.noindex:
             return None  # fetched and parsed for links, never stored
         ctx = self.ctx
@@ -65,8 +69,10 @@ class StoredContent:
             ctx.stats.duplicates += 1
             ctx.site_state(item.site).note_content(is_copy=True)
             return page_event(record)
-        unchanged = previous is not None and previous.content_hash == out.content_hash
-        return None if unchanged else page_event(record)
+        if previous is not None and previous.content_hash == out.content_hash:
+            record.near_duplicate_of = previous.near_duplicate_of  # unchanged: still a copy
+            return None
+        return page_event(record)
 
     def _store_new(
         self,
@@ -144,10 +150,32 @@ class StoredContent:
             ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.main_simhash)
             state.note_content(is_copy=False)
             return
+        main = ctx.records.get_page(match.url_hash)
+        if main is not None and _takes_over(item, out, main):
+            ctx.fingerprints.drop_simhash(match.url_hash)
+            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.main_simhash)
+            for url_hash in ctx.fingerprints.move_near_copies(match.url_hash, item.url_hash):
+                ctx.records.set_near_duplicate_of(url_hash, item.url)
+            ctx.stats.near_duplicates += 1
+            state.note_content(is_copy=False)
+            return
         record.near_duplicate_of = match.url
+        ctx.fingerprints.note_near_copy(item.url_hash, match.url_hash)
         ctx.fingerprints.drop_simhash(item.url_hash)
         ctx.stats.near_duplicates += 1
         state.note_content(is_copy=True)
+
+
+def _takes_over(item: CrawlUrl, out: PageOutput, main: PageRecord) -> bool:
+    """Is the new near copy a better main copy than the indexed one? The copy a page names
+    as canonical is the original (syndicated copies name their source, as search engines
+    ask them to); failing that, the one closer to the seeds (a smaller link depth) is more
+    likely the source than a reprint deeper in another site."""
+    if out.canonical == main.url:
+        return False
+    if main.extra.get("canonical") == item.url:
+        return True
+    return item.depth < main.depth
 
 
 def page_event(record: PageRecord) -> PageFetchedEvent:

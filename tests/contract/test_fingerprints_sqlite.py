@@ -77,3 +77,10 @@ def test_high_bit_fingerprints_round_trip_through_signed_sqlite(
     match = index.near_copy_of(value ^ 1, max_distance=3, exclude_url_hash="b" * 32)
     assert match is not None
     assert match.distance == 1
+
+
+def test_a_new_main_copy_takes_the_whole_group_over(index: SqliteFingerprints) -> None:
+    index.note_near_copy("b", "a")
+    index.note_near_copy("c", "a")
+    assert sorted(index.move_near_copies("a", "d")) == ["a", "b", "c"]
+    assert sorted(index.move_near_copies("d", "b")) == ["a", "c", "d"]  # b is main now

@@ -98,3 +98,14 @@ def test_rate_is_finite_and_more_changes_never_lower_it(visits: list[tuple[float
         assert change_rate(busier) >= rate * (1 - 1e-9)
     interval = next_interval_s(rate, policy=POLICY)
     assert POLICY.min_interval_s <= interval <= POLICY.max_interval_s
+
+
+def test_refresh_priority_puts_busy_pages_first_and_quiet_ones_last() -> None:
+    from trawl.recrawl.schedule import refresh_priority
+
+    busy = refresh_priority(1 / 60, 600.0, visits=5)
+    unknown = refresh_priority(0.0, 600.0, visits=0)
+    quiet = refresh_priority(0.0, 600.0, visits=5)
+    assert busy > unknown > quiet == 0.0
+    assert refresh_priority(1 / 60, 600.0, visits=5, importance=3.0) == pytest.approx(3 * busy)
+    assert refresh_priority(1 / 3600, 60.0, visits=5) < busy  # less likely changed yet

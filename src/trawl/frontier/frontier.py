@@ -114,17 +114,18 @@ class Frontier:
     def head(self, site: str, line: Line | None = None) -> QueuedUrl | None:
         """The site's next URL: from `line`'s kind of work (refresh or discovery) when it
         has some, else any; discovery goes fast line first, highest score, then oldest."""
+        # Due pages go by refresh priority (recrawl.schedule.refresh_priority), then age.
         if line is Line.REFRESH:
-            return self._head(site, "line = 2", "id") or self._head(site, "line < 2", "")
+            return self._head(site, "line = 2") or self._head(site, "line < 2")
         if line is not None:
-            return self._head(site, "line < 2", "") or self._head(site, "line = 2", "id")
-        return self._head(site, "1", "")
+            return self._head(site, "line < 2") or self._head(site, "line = 2")
+        return self._head(site, "1")
 
-    def _head(self, site: str, where: str, order: str) -> QueuedUrl | None:
+    def _head(self, site: str, where: str) -> QueuedUrl | None:
         row = self._conn.execute(
             "SELECT id, url, url_hash, depth, line, discovered_at, attempts, kind, score,"
             f" score_parts FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
-            f" ORDER BY {order or 'line, score DESC, id'} LIMIT 1",
+            " ORDER BY line, score DESC, id LIMIT 1",
             (site,),
         ).fetchone()
         if row is None:

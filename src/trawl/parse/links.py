@@ -89,6 +89,7 @@ def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) ->
     hrefs: dict[str, None] = {}  # an ordered set: nav links repeat on every page
     robots: list[str] = []
     base_href: str | None = None
+    canonical = ""
     agent = agent_token.lower()
     for node in tree.css(_SELECTOR):
         tag = node.tag
@@ -100,6 +101,8 @@ def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) ->
         elif tag == "link":
             rel = (attrs.get("rel") or "").lower().split()
             value = attrs.get("href") if _LINK_RELS.intersection(rel) else None
+            if not canonical and "canonical" in rel:
+                canonical = (attrs.get("href") or "").strip(_C0_AND_SPACE)
         elif tag == "meta":
             name = (attrs.get("name") or "").strip().lower()
             if name == "robots" or name == agent:
@@ -119,4 +122,5 @@ def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) ->
         base_url=_base_url(base_href, page_url),
         noindex=directives.noindex,
         nofollow=directives.nofollow,
+        canonical=canonical,
     )

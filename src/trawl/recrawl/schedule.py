@@ -61,3 +61,22 @@ def next_fetch_at(
         previous_interval_s=previous_interval_s,
         policy=policy,
     )
+
+
+UNKNOWN_CHANGE_PROBABILITY = 0.5  # a page refetched for the first time: no history yet
+
+
+def refresh_priority(
+    rate_per_s: float, elapsed_s: float, *, visits: int, importance: float = 1.0
+) -> float:
+    """Order of due pages within a site: the chance the page has changed since its last
+    fetch, times its importance. When a site cannot serve every due page at once (its
+    politeness gap allows one request a second), busy, important pages go first, pages
+    without a history next, and pages never seen to change wait until nothing else is due."""
+    if visits == 0:
+        chance = UNKNOWN_CHANGE_PROBABILITY
+    elif rate_per_s <= 0 or elapsed_s <= 0:
+        chance = 0.0
+    else:
+        chance = -math.expm1(-rate_per_s * elapsed_s)
+    return chance * max(importance, 1.0)

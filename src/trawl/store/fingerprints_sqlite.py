@@ -108,6 +108,32 @@ class SqliteFingerprints:
             (url_hash, url, site, _to_sql(simhash), *simhash_blocks(simhash)),
         )
 
+    def note_near_copy(self, url_hash: str, main_url_hash: str) -> None:
+        self._begin()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO near_copies(url_hash, main_url_hash) VALUES (?, ?)",
+            (url_hash, main_url_hash),
+        )
+
+    def move_near_copies(self, old_main: str, new_main: str) -> list[str]:
+        """Re-point every near copy of `old_main` (and `old_main` itself) at `new_main`;
+        returns the url hashes re-pointed."""
+        moved = [
+            row[0]
+            for row in self._conn.execute(
+                "SELECT url_hash FROM near_copies WHERE main_url_hash = ?", (old_main,)
+            )
+            if row[0] != new_main
+        ]
+        self._begin()
+        self._conn.execute(
+            "UPDATE near_copies SET main_url_hash = ? WHERE main_url_hash = ?",
+            (new_main, old_main),
+        )
+        self._conn.execute("DELETE FROM near_copies WHERE url_hash = ?", (new_main,))
+        self.note_near_copy(old_main, new_main)
+        return [*moved, old_main]
+
     def drop_simhash(self, url_hash: str) -> None:
         self._begin()
         self._conn.execute("DELETE FROM simhashes WHERE url_hash = ?", (url_hash,))

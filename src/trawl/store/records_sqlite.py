@@ -61,6 +61,9 @@ class DuePage(NamedTuple):
     depth: int
     kind: UrlKind
     importance: float
+    change_rate: float
+    last_fetched_at: float
+    visits: int  # refetches in the record's history
 
 
 def event_from_json(data: dict[str, object]) -> PageFetchedEvent:
@@ -144,7 +147,19 @@ class SqliteRecords:
         out = []
         for url_hash, url, site, kind, text in rows:
             record = page_from_json(_loads(text, "page record"))
-            out.append(DuePage(url, url_hash, site, record.depth, UrlKind(kind), record.importance))
+            out.append(
+                DuePage(
+                    url,
+                    url_hash,
+                    site,
+                    record.depth,
+                    UrlKind(kind),
+                    record.importance,
+                    record.change_rate,
+                    record.last_fetched_at,
+                    len(record.visits),
+                )
+            )
         return out
 
     def due_count(self, now: float) -> int:
@@ -181,6 +196,15 @@ class SqliteRecords:
             [(at, h, at) for h in url_hashes],
         )
         return int(cur.rowcount)
+
+    def set_near_duplicate_of(self, url_hash: str, main_url: str) -> None:
+        """Point a stored page at the main copy that replaced it (its other fields, and its
+        place in the due index, stay as they are)."""
+        self.begin()
+        self._conn.execute(
+            "UPDATE pages SET record = json_set(record, '$.nearDuplicateOf', ?) WHERE url_hash = ?",
+            (main_url, url_hash),
+        )
 
     def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
         rows = self._conn.execute(

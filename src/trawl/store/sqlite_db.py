@@ -83,6 +83,12 @@ CREATE INDEX IF NOT EXISTS simhashes_b0 ON simhashes(b0);
 CREATE INDEX IF NOT EXISTS simhashes_b1 ON simhashes(b1);
 CREATE INDEX IF NOT EXISTS simhashes_b2 ON simhashes(b2);
 CREATE INDEX IF NOT EXISTS simhashes_b3 ON simhashes(b3);
+-- Which main copy each near copy names, so a new main copy can take the group over.
+CREATE TABLE IF NOT EXISTS near_copies (
+    url_hash TEXT PRIMARY KEY,
+    main_url_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS near_copies_main ON near_copies(main_url_hash);
 """
 
 # Indexes on columns that `_add_missing_columns` may have just added.

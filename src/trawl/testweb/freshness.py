@@ -178,7 +178,7 @@ class _Writer:
         rng = self._rng
         slug = text.words(rng, 2).replace(" ", "-")
         title, text_seed = text.title(rng), rng.getrandbits(32)
-        keys = []
+        keys: list[Key] = []
         for n, site in enumerate([original, *copies]):
             path = f"/news/{slug}.html" if n == 0 else f"/reprints/{slug}.html"
             # Chrome differs per site (nav, header, aside); the article text does not, so
@@ -196,6 +196,8 @@ class _Writer:
                 text_seed=text_seed,
                 paragraphs=_SYNDICATED_PARAGRAPHS,
                 links=tuple(links),
+                # Reprints name their source, as syndication guidelines ask.
+                canonical=None if n == 0 else keys[0],
             )
             self.pages[site.domain][(site.apex, path)] = page
             self._link_from(site, (site.apex, "/"), [(site.apex, path)])

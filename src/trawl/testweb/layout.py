@@ -73,6 +73,7 @@ class Page:
     next_path: str | None = None  # <link rel="next"> (also linked by an <a>)
     redirect_to: str | None = None  # same-host path
     redirect_status: int = 0
+    canonical: tuple[str, str] | None = None  # (host, path) of <link rel="canonical">
     topic: tuple[str, ...] = ()  # words only this page's text uses (see text.topic_words)
 
 

@@ -72,6 +72,9 @@ def _head(site: Site, page: Page, port: int) -> list[str]:
     if page.base_dir is not None:
         base = f"http://{page.host}:{port}{page.base_dir}" if page.base_absolute else page.base_dir
         lines.append(f'<base href="{escape(base)}">')
+    if page.canonical is not None:
+        host, path = page.canonical
+        lines.append(f'<link rel="canonical" href="http://{host}:{port}{escape(path)}">')
     if page.next_path is not None:
         nxt = Link(page.host, page.next_path, Form.ABSOLUTE_PATH, Decoration.NONE, "", Place.NAV)
         lines.append(f'<link rel="next" href="{escape(href(page, nxt, port))}">')
