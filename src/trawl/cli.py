@@ -50,6 +50,7 @@ class CrawlSummary:
     sites: int
     queued_left: int
     turns_by_line: tuple[int, int, int] = (0, 0, 0)  # site turns given to FAST, SLOW, REFRESH
+    contested_turns: tuple[int, int] = (0, 0)  # (refresh, discovery) while both had work
 
 
 def add_crawl_options(p: argparse.ArgumentParser) -> None:
@@ -144,6 +145,7 @@ async def run_crawl(
             len(ctx.sites),
             sched.queued_fast + sched.queued_slow + sched.queued_refresh,
             sched.handed_out,
+            sched.contested,
         )
 
 
@@ -181,7 +183,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"({st.bytes_saved} bytes not downloaded), duplicates {st.duplicates}, "
             f"near-duplicates {st.near_duplicates}, sitemap URLs {st.sitemap_urls} "
             f"(new {st.sitemap_new}, made due {st.sitemap_due}), "
-            f"turns refresh/discovery {refresh}/{fast + slow}\n"
+            f"turns refresh/discovery {refresh}/{fast + slow} "
+            f"({s.contested_turns[0]}/{s.contested_turns[1]} while both waited)\n"
         )
 
 

@@ -179,6 +179,10 @@ def test_refresh_and_discovery_both_get_turns(run: Run) -> None:
     assert fast + slow > 0
     assert run.summary.stats.not_modified > 0
     assert run.summary.stats.bytes_saved > 0
+    # While both kinds of work waited, refresh got about its configured 60 % of turns.
+    refresh_turns, discovery_turns = run.summary.contested_turns
+    assert refresh_turns + discovery_turns >= 20
+    assert 0.45 <= refresh_turns / (refresh_turns + discovery_turns) <= 0.75
 
 
 def _warc_records(data: Path) -> Counter[tuple[str, Key]]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from tests.integration.testweb_client import UA, fetch
 
 from trawl.testweb.politeness import ViolationKind, check_politeness
 from trawl.testweb.process import TestWebProcess
@@ -21,31 +22,11 @@ if TYPE_CHECKING:
 
     from trawl.testweb.request_log import RequestLogRecord
 
-UA = "trawl/0.1 (+https://example.org/trawl)"
-
 
 @pytest.fixture(scope="module")
 def proc() -> Iterator[TestWebProcess]:
     with TestWebProcess(sites=12, pages=12, seed=3) as running:
         yield running
-
-
-def fetch(
-    proc: TestWebProcess, host: str, path: str, headers: dict[str, str] | None = None
-) -> tuple[int, http.client.HTTPMessage, bytes]:
-    site = proc.web.site_of(host)
-    assert site is not None
-    conn = http.client.HTTPConnection(site.ip_of(host), proc.port, timeout=5)
-    try:
-        conn.request(
-            "GET",
-            path,
-            headers={"Host": f"{host}:{proc.port}", "User-Agent": UA, **(headers or {})},
-        )
-        response = conn.getresponse()
-        return response.status, response.headers, response.read()
-    finally:
-        conn.close()
 
 
 def logged(proc: TestWebProcess, host: str, path: str, since: float) -> RequestLogRecord:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import http.client
 import itertools
 import time
 from collections import deque
@@ -20,6 +19,7 @@ from xml.etree import ElementTree
 
 import pytest
 from protego import Protego
+from tests.integration.testweb_client import fetch
 
 from trawl.parse.fingerprint import hamming, text_fingerprint
 from trawl.testweb.answers import Responder
@@ -29,7 +29,6 @@ from trawl.testweb.sites import PageKind, RobotsVariant, TestWeb, build_web
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-UA = "trawl/0.1 (+https://example.org/trawl)"
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 SITES, PAGES, SEED = 12, 8, 7
 Key = tuple[str, str]
@@ -39,24 +38,6 @@ Key = tuple[str, str]
 def proc() -> Iterator[TestWebProcess]:
     with TestWebProcess(sites=SITES, pages=PAGES, seed=SEED, freshness=True) as running:
         yield running
-
-
-def fetch(
-    proc: TestWebProcess, host: str, path: str, headers: dict[str, str] | None = None
-) -> tuple[int, http.client.HTTPMessage, bytes]:
-    site = proc.web.site_of(host)
-    assert site is not None
-    conn = http.client.HTTPConnection(site.ip_of(host), proc.port, timeout=5)
-    try:
-        conn.request(
-            "GET",
-            path,
-            headers={"Host": f"{host}:{proc.port}", "User-Agent": UA, **(headers or {})},
-        )
-        response = conn.getresponse()
-        return response.status, response.headers, response.read()
-    finally:
-        conn.close()
 
 
 def body_of(proc: TestWebProcess, key: Key) -> bytes:

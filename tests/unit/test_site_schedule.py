@@ -127,6 +127,9 @@ def test_refresh_gets_its_share_when_discovery_also_waits() -> None:
     assert len(lines) == 100
     assert 59 <= lines.count(Line.REFRESH) <= 61  # the share, up to float rounding of credits
     assert all(t is not None and t[0].startswith("r") == (t[1] is Line.REFRESH) for t in turns)
+    refresh, discovery = s.stats().contested
+    assert refresh + discovery == 100
+    assert refresh == lines.count(Line.REFRESH)
 
 
 def test_either_kind_takes_every_turn_when_the_other_has_none() -> None:

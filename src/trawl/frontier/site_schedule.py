@@ -47,6 +47,8 @@ class ScheduleStats:
     queued_slow: int
     queued_refresh: int = 0
     handed_out: tuple[int, int, int] = (0, 0, 0)  # turns given per line (FAST, SLOW, REFRESH)
+    # Turns given while both refresh and discovery had ready sites: (refresh, discovery).
+    contested: tuple[int, int] = (0, 0)
 
 
 class SiteSchedule:
@@ -62,6 +64,7 @@ class SiteSchedule:
         self._refresh_credit = 0.0
         self._queued = [0] * _LINES
         self._handed_out = [0] * _LINES
+        self._contested = [0, 0]
 
     # -- work accounting ----------------------------------------------------------------
     def add_work(self, site: str, line: Line, n: int = 1, ready_at: float = 0.0) -> None:
@@ -100,6 +103,9 @@ class SiteSchedule:
         turn should serve; the site becomes busy."""
         self._promote(now)
         while True:
+            contested = bool(self._ready[Line.REFRESH]) and bool(
+                self._ready[Line.FAST] or self._ready[Line.SLOW]
+            )
             line = self._choose_line()
             if line is None:
                 return None
@@ -110,6 +116,8 @@ class SiteSchedule:
             slot.waiting = False
             slot.busy = True
             self._handed_out[line] += 1
+            if contested:
+                self._contested[0 if line is Line.REFRESH else 1] += 1
             return site, line
 
     def release(self, site: str, ready_at: float) -> None:
@@ -172,6 +180,7 @@ class SiteSchedule:
                 self._handed_out[Line.SLOW],
                 self._handed_out[Line.REFRESH],
             ),
+            contested=(self._contested[0], self._contested[1]),
         )
 
     def __repr__(self) -> str:

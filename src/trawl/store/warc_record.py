@@ -135,14 +135,7 @@ def encode_response_record(
         raise ValueError(f"WARC-Target-URI cannot hold a line break: {url!r}")
     rid = record_id or new_record_id()
     payload_digest = sha1_digest(payload)
-    fields = [
-        ("WARC-Type", "response"),
-        ("WARC-Record-ID", rid),
-        ("WARC-Date", warc_date(fetched_at)),
-        ("WARC-Target-URI", url),
-    ]
-    if ip:
-        fields.append(("WARC-IP-Address", ip))
+    fields = _capture_fields("response", rid, fetched_at, url, ip)
     fields += [
         ("WARC-Block-Digest", sha1_digest(http_head, payload)),
         ("WARC-Payload-Digest", payload_digest),
@@ -155,6 +148,21 @@ def encode_response_record(
     ]
     raw = b"".join((_header_block(fields), http_head, payload, _END))
     return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid)
+
+
+def _capture_fields(
+    kind: str, rid: str, fetched_at: float, url: str, ip: str | None
+) -> list[tuple[str, str]]:
+    """The headers every record of one capture starts with."""
+    fields = [
+        ("WARC-Type", kind),
+        ("WARC-Record-ID", rid),
+        ("WARC-Date", warc_date(fetched_at)),
+        ("WARC-Target-URI", url),
+    ]
+    if ip:
+        fields.append(("WARC-IP-Address", ip))
+    return fields
 
 
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -181,14 +189,7 @@ def encode_revisit_record(
         if "\r" in value or "\n" in value:
             raise ValueError(f"WARC header value cannot hold a line break: {value!r}")
     rid = new_record_id()
-    fields = [
-        ("WARC-Type", "revisit"),
-        ("WARC-Record-ID", rid),
-        ("WARC-Date", warc_date(fetched_at)),
-        ("WARC-Target-URI", url),
-    ]
-    if ip:
-        fields.append(("WARC-IP-Address", ip))
+    fields = _capture_fields("revisit", rid, fetched_at, url, ip)
     fields += [
         ("WARC-Profile", REVISIT_PROFILE),
         ("WARC-Refers-To", refers_to_id),
