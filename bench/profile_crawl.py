@@ -22,6 +22,7 @@ from bench.webfarm.nginx import Nginx
 
 # First matching rule wins; each is (stage, substrings of a frame "function (file:line)").
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("main-text simhash (resiliparse)", ("main_text_fingerprint", "main_text.py")),
     ("text fingerprint (simhash)", ("fingerprint_tree",)),
     ("parse HTML (selectolax/Lexbor)", ("extract_links", "links_of_tree", "parse_html")),
     ("normalise links + urlHash + site", ("normalise_links",)),
@@ -42,6 +43,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "HTTP fetch (aiohttp)",
         ("Fetcher.fetch", "aiohttp/", "_SelectorSocketTransport", "uvloop", "Transport"),
     ),
+    ("link scores + in-link counts", ("link_scores.py", "inlinks.py", "scoring.py")),
+    ("duplicates: fingerprint index, revisits", ("stored_content.py", "fingerprints_sqlite")),
     ("SQLite: page records + events", ("SqliteRecords.put_page",)),
     ("SQLite: frontier (head, lease, done, enqueue)", ("Frontier.",)),
     ("SQLite: commit + host records", ("CrawlContext.commit", "SqliteRecords.commit")),
@@ -64,6 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-time", type=float, default=60.0)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--keep-raw", type=Path, help="also save py-spy's raw stacks here")
     args = parser.parse_args()
     sites, pages = (800, 12) if args.quick else (2000, 50)
     root = Path("/tmp/trawl-bench-web" + ("-quick" if args.quick else ""))
@@ -80,7 +84,10 @@ def main() -> int:
         spy = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw"]
         with Nginx(root, spec, access_log=work / "access.jsonl"):
             _, cpu, _, _ = run_measured([*spy, "-o", str(raw), "--", *crawl], work / "out.log")
-        pages = sum(1 for r in read_access_log(work / "access.jsonl") if r.path != "/robots.txt")
+        if args.keep_raw is not None:
+            args.keep_raw.write_bytes(raw.read_bytes())
+        not_pages = ("/robots.txt", "/sitemap.xml")
+        pages = sum(1 for r in read_access_log(work / "access.jsonl") if r.path not in not_pages)
         counts: Counter[str] = Counter()
         for line in raw.read_text().splitlines():
             stack, _, n = line.rpartition(" ")

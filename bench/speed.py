@@ -31,7 +31,8 @@ from trawl.testweb.politeness import check_politeness
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
-ROBOTS = {"/robots.txt"}
+# Not pages: robots.txt, and the /sitemap.xml trawl tries on each site without Sitemap lines.
+ROBOTS = {"/robots.txt", "/sitemap.xml"}
 
 
 @dataclass

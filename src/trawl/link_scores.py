@@ -29,26 +29,13 @@ if TYPE_CHECKING:
 
     from trawl.page_work import FoundLink
 
+_MIN_PAGES_TO_RESCORE = 15
 _TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)
 
 
 def _crossed(n: int) -> bool:
     """Did a count that just rose to `n` change floor(log2(1 + n))?"""
     return n > 0 and (n + 1) & n == 0
-
-
-class ScoredLink:
-    __slots__ = ("line", "link", "parts", "rescore", "score")
-
-    def __init__(self, link: FoundLink, parts: ScoreParts, policy: ScoringPolicy, rescore: bool):
-        self.link = link
-        self.parts = parts
-        self.score = parts.total()
-        self.line = Line.FAST if is_fast(self.score, policy) else Line.SLOW
-        self.rescore = rescore  # worth updating if it is already queued
-
-    def parts_json(self) -> str:
-        return json.dumps(self.parts.to_json(), separators=(",", ":"))
 
 
 class LinkScores:
@@ -73,29 +60,42 @@ class LinkScores:
         tmp.write_bytes(self.counter.to_bytes())
         os.replace(tmp, self.path)
 
-    def score_page_links(
-        self,
-        source_site: str,
-        parent_score: float,
-        links: Sequence[FoundLink],
-        site_referrers: Sequence[int],
-    ) -> list[ScoredLink]:
-        counts = self.counter.add_page_links(
+    def count_page_links(
+        self, source_site: str, links: Sequence[FoundLink]
+    ) -> list[tuple[int, int]]:
+        """Count one in-link per target of this page; (pages, other sites) per link."""
+        return self.counter.add_page_links(
             source_site, [link.url_hash for link in links], [link.site for link in links]
         )
-        out = []
-        for link, (pages, sites), referrers in zip(links, counts, site_referrers, strict=True):
-            parts = score_link(
-                inlink_pages=pages,
-                inlink_sites=sites,
-                parent_score=parent_score,
-                site_referrers=referrers,
-                depth=path_depth(link.url),
-                policy=self.policy,
-            )
-            crossed = _crossed(pages) or (link.site != source_site and _crossed(sites))
-            out.append(ScoredLink(link, parts, self.policy, crossed))
-        return out
+
+    @staticmethod
+    def worth_rescoring(link: FoundLink, source_site: str, pages: int, sites: int) -> bool:
+        """Did this in-link move the target's counts across a power of two?
+
+        Links from other sites always count. A site's own links (navigation: every page
+        links the same few) re-score only from 15 linking pages on: below that their part
+        moves the score by less than the fast line's margin, and checking the queue for
+        every one of them cost more than the rest of the scoring.
+        """
+        if link.site != source_site:
+            return _crossed(sites) or (pages >= _MIN_PAGES_TO_RESCORE and _crossed(pages))
+        return pages >= _MIN_PAGES_TO_RESCORE and _crossed(pages)
+
+    def score_new(
+        self, link: FoundLink, pages: int, sites: int, parent_score: float, site_referrers: int
+    ) -> tuple[float, str, Line]:
+        """(score, parts JSON, line) of a newly discovered URL."""
+        parts = score_link(
+            inlink_pages=pages,
+            inlink_sites=sites,
+            parent_score=parent_score,
+            site_referrers=site_referrers,
+            depth=path_depth(link.url),
+            policy=self.policy,
+        )
+        score = parts.total()
+        line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
+        return score, json.dumps(parts.to_json(), separators=(",", ":")), line
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""

@@ -77,24 +77,30 @@ class PageOutcomes:
         for link in out.links:
             if link.site != item.site:
                 ctx.note_referrer(link.site, item.site)
-        referrers = [ctx.site_referrers(link.site) for link in out.links]
-        for scored in ctx.scores.score_page_links(item.site, item.score, out.links, referrers):
-            link = scored.link
+        # Every link counts as an in-link; only new ones are scored (most links on a page
+        # are already known), and known ones are re-scored when their counts double.
+        scores = ctx.scores
+        counts = scores.count_page_links(item.site, out.links)
+        for link, (pages, sites) in zip(out.links, counts, strict=True):
             if ctx.claim(link.url_hash, must_crawl=False):
+                referrers = ctx.site_referrers(link.site)
+                score, parts, line = scores.score_new(link, pages, sites, item.score, referrers)
                 new = CrawlUrl(
                     link.url,
                     link.url_hash,
                     link.site,
                     item.depth + 1,
-                    scored.line,
+                    line,
                     ctx.clock.now(),
                     UrlKind.PAGE,
-                    scored.score,
-                    scored.parts_json(),
+                    score,
+                    parts,
                 )
                 if ctx.queue_new(new, must_crawl=False):
                     ctx.stats.links_new += 1
-            elif scored.rescore and ctx.rescore(link.url_hash):
+            elif scores.worth_rescoring(link, item.site, pages, sites) and ctx.rescore(
+                link.url_hash
+            ):
                 ctx.stats.rescored += 1
 
     def _not_modified(

@@ -11,7 +11,7 @@ import hashlib
 from typing import NamedTuple
 
 from trawl.errors import InvalidUrl
-from trawl.parse.fingerprint import fingerprint_tree, main_text_fingerprint
+from trawl.parse.fingerprint import main_text_fingerprint
 from trawl.parse.links import links_of_tree, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
@@ -66,10 +66,11 @@ class PageOutput(NamedTuple):
     noindex: bool
     nofollow: bool
     bad_links: int  # hrefs that could not be normalised (mailto:, javascript:, junk)
-    simhash: int  # 64-bit fingerprint of the visible text, template included (trap alarm)
+    # 64-bit simhash of the main text, boilerplate removed (parse.fingerprint): near-copies,
+    # the record's `simhash`, and the trap alarm's similarity window.
+    simhash: int
     payload_digest: str  # WARC-Payload-Digest of the body, for revisit records
-    main_simhash: int  # of the main text, boilerplate removed (near-copies, the record)
-    text_tokens: int  # prose tokens main_simhash saw; too few and it is not matched
+    text_tokens: int  # prose tokens the simhash saw; too few and it is not matched
     canonical: str  # normalised <link rel="canonical"> target, "" when absent or invalid
 
 
@@ -81,7 +82,6 @@ def content_hash(body: bytes) -> str:
 def process_page(page: PageInput) -> PageOutput:
     tree = parse_html(page.body)
     parsed = links_of_tree(tree, page.url, agent_token=page.agent_token)
-    simhash = fingerprint_tree(tree)  # after the links: it strips nav and footer
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
@@ -100,7 +100,7 @@ def process_page(page: PageInput) -> PageOutput:
         )
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
-    main_simhash, tokens = main_text_fingerprint(page.body) if not noindex else (0, 0)
+    simhash, tokens = main_text_fingerprint(page.body)
     return PageOutput(
         digest,
         record,
@@ -110,7 +110,6 @@ def process_page(page: PageInput) -> PageOutput:
         bad,
         simhash,
         payload_digest,
-        main_simhash,
         tokens,
         _canonical(parsed.canonical, parsed.base_url),
     )

@@ -48,7 +48,7 @@ class StoredContent:
         """Fill `record` from the worker's output and write what must be written."""
         assert result.body is not None
         record.content_hash = out.content_hash
-        record.simhash = format_simhash(out.main_simhash)
+        record.simhash = format_simhash(out.simhash)
         record.body_bytes = len(result.body)
         record.extra.update(_flags(out))
         if out.canonical and out.canonical != item.url:
@@ -140,20 +140,20 @@ class StoredContent:
         """Name the main copy this page nearly duplicates, or index it as a main copy."""
         ctx = self.ctx
         d = ctx.settings.dedup
-        if not out.main_simhash or out.text_tokens < d.near_min_tokens:
+        if not out.simhash or out.text_tokens < d.near_min_tokens:
             return
         match = ctx.fingerprints.near_copy_of(
-            out.main_simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
+            out.simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
         )
         state = ctx.site_state(item.site)
         if match is None:
-            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.main_simhash)
+            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
             state.note_content(is_copy=False)
             return
         main = ctx.records.get_page(match.url_hash)
         if main is not None and _takes_over(item, out, main):
             ctx.fingerprints.drop_simhash(match.url_hash)
-            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.main_simhash)
+            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
             for url_hash in ctx.fingerprints.move_near_copies(match.url_hash, item.url_hash):
                 ctx.records.set_near_duplicate_of(url_hash, item.url)
             ctx.stats.near_duplicates += 1

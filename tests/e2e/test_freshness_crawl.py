@@ -141,6 +141,14 @@ def test_sitemap_only_pages_are_found_and_foreign_entries_ignored(run: Run) -> N
     assert run.summary.stats.sitemap_new >= len(run.spec.sitemap_only)
 
 
+def test_a_newer_lastmod_makes_a_known_page_due(run: Run) -> None:
+    # The sitemap lists these (also linked) pages with lastmod = the time of each request:
+    # every refetch of the sitemap brings their refetch forward to now.
+    assert run.summary.stats.sitemap_due > 0
+    gets = _gets(run)
+    assert all(len(gets[k]) >= 2 for k in run.spec.lastmod_now), run.spec.lastmod_now
+
+
 def test_exact_copies_are_stored_once(run: Run) -> None:
     responses = _warc_records(run.data)
     for group in run.spec.copy_groups:

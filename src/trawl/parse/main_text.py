@@ -29,6 +29,8 @@ Rules:
 
 from __future__ import annotations
 
+import re
+
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -43,7 +45,32 @@ _MAX_DEPTH = 100  # real templates nest tens deep
 _DEEP_CHAIN = " ".join([":is(div, article)"] * _MAX_DEPTH)
 
 
-def main_blocks(html: bytes) -> list[str]:
+_BODY = re.compile(rb"<body[\s>/]", re.IGNORECASE)
+_BODY_TEXT = re.compile(r"<body[\s>/]", re.IGNORECASE)
+
+
+def body_window(html: str | bytes, max_len: int) -> str | bytes:
+    """`max_len` characters (bytes, for UTF-8 kept as bytes) from the start of `<body>`.
+
+    The main text starts in the body: a page's head can hold a hundred KB of inline
+    scripts and styles. Byte windows never split a UTF-8 character (a split one would make
+    the window fail UTF-8 decoding).
+    """
+    if isinstance(html, bytes):
+        found = _BODY.search(html)
+        start = found.start() if found is not None else 0
+        end = start + max_len
+        if end >= len(html):
+            return html[start:]
+        while end > start and html[end] & 0xC0 == 0x80:
+            end -= 1
+        return html[start:end]
+    found_text = _BODY_TEXT.search(html)
+    start = found_text.start() if found_text is not None else 0
+    return html[start : start + max_len]
+
+
+def main_blocks(html: bytes, max_len: int | None = None) -> list[str]:
     """The text blocks (paragraphs, headings, list items) of the page's main content.
 
     When the heuristics find no main content (a bare list of links, say), or the page's
@@ -54,6 +81,8 @@ def main_blocks(html: bytes) -> list[str]:
     if not html:
         return []
     decoded = _decode(html)
+    if max_len is not None:
+        decoded = body_window(decoded, max_len)
     if isinstance(decoded, bytes):
         tree = HTMLTree.parse_from_bytes(decoded, "utf-8")
     else:
@@ -64,9 +93,19 @@ def main_blocks(html: bytes) -> list[str]:
     return [block for block in text.splitlines() if block and not block.isspace()]
 
 
-def prose(blocks: list[str]) -> str:
-    """The blocks of at least `_MIN_PROSE_WORDS` words, one per line."""
-    return "\n".join(block for block in blocks if len(block.split()) >= _MIN_PROSE_WORDS)
+def prose(blocks: list[str], max_chars: int | None = None) -> str:
+    """The blocks of at least `_MIN_PROSE_WORDS` words, one per line; with `max_chars`,
+    only as many as reach that length (the simhash reads no further, and counting the
+    words of every block of a long page cost as much as extracting them)."""
+    kept: list[str] = []
+    total = 0
+    for block in blocks:
+        if len(block.split(maxsplit=_MIN_PROSE_WORDS)) >= _MIN_PROSE_WORDS:
+            kept.append(block)
+            total += len(block) + 1
+            if max_chars is not None and total >= max_chars:
+                break
+    return "\n".join(kept)
 
 
 def _is_shallow(tree: HTMLTree) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import time
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import TYPE_CHECKING
@@ -107,10 +108,12 @@ class Responder:
         return _plain(robots.status, body)
 
     def _sitemap(self, site: Site, sitemap: Sitemap, accepts_gzip: bool) -> Reply:
-        body = render_sitemap(sitemap, self._port)
+        body = render_sitemap(sitemap, self._port, time.time())
+        live = sitemap.is_live
         if sitemap.is_gzipped:  # a gzip file, not a gzip transfer: no Content-Encoding
-            return _ok(body, sitemap.content_type, compress=False)
-        return _ok(body, sitemap.content_type, compress=site.gzip and accepts_gzip)
+            return _ok(body, sitemap.content_type, compress=False, is_live=live)
+        compress = site.gzip and accepts_gzip
+        return _ok(body, sitemap.content_type, compress=compress, is_live=live)
 
     def _redirect(self, host: str, path: str, status: int) -> Reply:
         location = f"http://{host}:{self._port}{path}"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from trawl.testweb import text
 from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, Site
 from trawl.testweb.robots_variants import RobotsVariant
-from trawl.testweb.sitemaps import Sitemap, SitemapEntry
+from trawl.testweb.sitemaps import LASTMOD_NOW, Sitemap, SitemapEntry
 
 if TYPE_CHECKING:
     import random
@@ -66,6 +66,7 @@ class Freshness:
     changing_urls: frozenset[Key]
     static_urls: frozenset[Key]
     sitemap_only: frozenset[Key]  # listed in a sitemap, linked from no page
+    lastmod_now: frozenset[Key]  # linked pages a sitemap lists with lastmod = request time
     foreign_sitemap_entries: frozenset[Key]  # listed in another site's sitemap: never fetch
     sitemap_files: frozenset[Key]  # every sitemap and sitemap index served
     robots_sitemaps: frozenset[Key]  # sitemaps named by a `Sitemap:` line in robots.txt
@@ -110,6 +111,7 @@ def add_freshness(
         changing_urls=changing,
         static_urls=static,
         sitemap_only=hidden,
+        lastmod_now=frozenset(writer.lastmod_now),
         foreign_sitemap_entries=foreign,
         sitemap_files=files,
         robots_sitemaps=named,
@@ -131,6 +133,7 @@ class _Writer:
         self.pages = {s.domain: dict(s.pages) for s in sites}
         self.sitemaps: dict[str, dict[Key, Sitemap]] = {}
         self.robots_sitemaps: dict[str, tuple[str, ...]] = {}
+        self.lastmod_now: set[Key] = set()
 
     def sites(self) -> list[Site]:
         out = []
@@ -215,7 +218,7 @@ class _Writer:
         elsewhere = next(s for s in ordered if s.domain not in used)
         foreign = self._new(elsewhere, "/hidden/elsewhere.html")
         hidden = self._sitemap_index(index_site, foreign)
-        hidden += self._sitemap(urlset_site, "/sitemap.xml", 2, ())
+        hidden += self._sitemap(urlset_site, "/sitemap.xml", 2, (), fresh=True)
         hidden += self._sitemap(unnamed_site, "/sitemap.xml", 2, ())
         self.robots_sitemaps[index_site.domain] = ("/sitemap_index.xml",)
         self.robots_sitemaps[urlset_site.domain] = ("/sitemap.xml",)
@@ -252,8 +255,17 @@ class _Writer:
         self._add_sitemap(site, Sitemap(apex, "/sitemap_index.xml", children, is_index=True))
         return first + second
 
-    def _sitemap(self, site: Site, path: str, n_hidden: int, foreign: tuple[Key, ...]) -> list[Key]:
-        """A urlset of `n_hidden` new hidden pages, two linked pages and `foreign` entries."""
+    def _sitemap(
+        self,
+        site: Site,
+        path: str,
+        n_hidden: int,
+        foreign: tuple[Key, ...],
+        *,
+        fresh: bool = False,
+    ) -> list[Key]:
+        """A urlset of `n_hidden` new hidden pages, two linked pages and `foreign` entries;
+        `fresh`: the linked pages' lastmod is the time of each request."""
         rng, apex = self._rng, site.apex
         start = 1 + sum(1 for h, p in self.pages[site.domain] if p.startswith("/hidden/"))
         hidden = [self._new(site, f"/hidden/{n}.html") for n in range(start, start + n_hidden)]
@@ -265,6 +277,10 @@ class _Writer:
             SitemapEntry(host, p, f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
             for host, p in listed
         ]
+        if fresh:
+            linked = listed[len(hidden) :]
+            self.lastmod_now.update(linked)
+            entries[len(hidden) :] = [SitemapEntry(h, p, LASTMOD_NOW) for h, p in linked]
         entries += [SitemapEntry(host, p) for host, p in foreign]
         self._add_sitemap(site, Sitemap(apex, path, tuple(entries)))
         return hidden

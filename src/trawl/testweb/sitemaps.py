@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gzip
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from xml.sax.saxutils import escape
 
 _NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+LASTMOD_NOW = "now"  # an entry whose <lastmod> is the time of each request: always newer
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +40,27 @@ class Sitemap:
         return self.path.endswith(".gz")
 
     @property
+    def is_live(self) -> bool:
+        """Rendered per request (a `LASTMOD_NOW` entry), so never cached."""
+        return any(e.lastmod == LASTMOD_NOW for e in self.entries)
+
+    @property
     def content_type(self) -> str:
         return "application/gzip" if self.is_gzipped else "application/xml"
 
 
-def render_sitemap(sitemap: Sitemap, port: int) -> bytes:
-    """The file's bytes: XML, gzipped (mtime 0, so stable) when its path ends in .gz."""
+def render_sitemap(sitemap: Sitemap, port: int, now: float = 0.0) -> bytes:
+    """The file's bytes: XML, gzipped (mtime 0, so stable) when its path ends in .gz.
+    `LASTMOD_NOW` entries carry `now` as their lastmod."""
     root, item = ("sitemapindex", "sitemap") if sitemap.is_index else ("urlset", "url")
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', f'<{root} xmlns="{_NS}">']
     for entry in sitemap.entries:
         lines.append(f"  <{item}><loc>{escape(_url(entry, port))}</loc>")
-        if entry.lastmod is not None:
-            lines.append(f"    <lastmod>{escape(entry.lastmod)}</lastmod>")
+        lastmod = entry.lastmod
+        if lastmod == LASTMOD_NOW:
+            lastmod = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+        if lastmod is not None:
+            lines.append(f"    <lastmod>{escape(lastmod)}</lastmod>")
         if entry.changefreq is not None:
             lines.append(f"    <changefreq>{escape(entry.changefreq)}</changefreq>")
         lines.append(f"  </{item}>")
