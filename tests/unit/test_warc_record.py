@@ -219,9 +219,7 @@ def test_revisit_record_refers_to_the_original_and_reads_in_warcio() -> None:
         refers_to_url="https://example.test/a?b=1",
         refers_to_at=1_796_000_000.25,
     )
-    records = list(
-        ArchiveIterator(io.BytesIO(original.data + revisit.data), check_digests="raise")
-    )
+    records = list(ArchiveIterator(io.BytesIO(original.data + revisit.data), check_digests="raise"))
     assert [r.rec_type for r in records] == ["response", "revisit"]
     head = records[1].rec_headers
     assert head.get_header("WARC-Refers-To") == original.record_id
