@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 import uvloop
 
 from trawl import __version__
+from trawl.api.serve import DEFAULT_LISTEN, bind_listener, serve_api
 from trawl.config import Settings, load_settings, with_overrides
-from trawl.crawl import crawl
+from trawl.crawl import Crawler
 from trawl.errors import UsageError
 from trawl.progress import report_progress
 from trawl.wiring import (
@@ -34,9 +35,9 @@ from trawl.wiring import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Sequence
+    from collections.abc import Callable, Coroutine, Sequence
 
-    from trawl.crawl_context import CrawlStats
+    from trawl.crawl_context import CrawlContext, CrawlStats
 
 
 T = TypeVar("T")
@@ -112,8 +113,13 @@ async def run_crawl(
     out: TextIO,
     *,
     is_tty: bool,
+    serve: Callable[[CrawlContext], Coroutine[Any, Any, None]] | None = None,
 ) -> CrawlSummary:
-    """Crawl into `data_dir` (resuming what is there) until a limit, SIGINT/SIGTERM or done."""
+    """Crawl into `data_dir` (resuming what is there) until a limit, SIGINT/SIGTERM or done.
+
+    `serve`, if given, runs beside the crawl on the same loop (the API of `trawl serve`)
+    and must return once the crawl is stopping.
+    """
     valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
         ctx = build_context(settings, data_dir)
@@ -124,19 +130,23 @@ async def run_crawl(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, ctx.request_stop)
             progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
+            api = asyncio.create_task(serve(ctx)) if serve is not None else None
             started = time.monotonic()
             try:
-                await crawl(ctx)
+                await Crawler(ctx).run()
             finally:
+                ctx.request_stop()
                 progress.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await progress
+                if api is not None:
+                    await api
                 if is_tty:
                     out.write("\n")
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            await ctx.close()  # idempotent; crawl() has closed it unless something failed
+            await ctx.close()  # idempotent
         sched = ctx.frontier.stats()
         return CrawlSummary(
             ctx.stats,
@@ -199,9 +209,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("crawl", help="crawl from seeds into a data directory")
     add_crawl_options(p)
     p.set_defaults(func=cmd_crawl)
+    p = sub.add_parser("serve", help="crawl continuously and serve the control API")
+    add_crawl_options(p)
+    p.add_argument(
+        "--listen", default=DEFAULT_LISTEN, help=f"API address (default {DEFAULT_LISTEN})"
+    )
+    p.set_defaults(func=cmd_serve)
     demo.add_parser(sub)
     readback.add_parsers(sub)
     return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """`trawl crawl --continuous` with the API on the same event loop (issue 6, read side)."""
+    settings = with_overrides(settings_from_args(args), crawl={"continuous": True})
+    seeds = read_seeds(args.urls, args.seeds_file)
+    sock = bind_listener(args.listen)  # a bad or busy address fails before the crawl starts
+
+    async def serve(ctx: CrawlContext) -> None:
+        await serve_api(ctx, sock)
+
+    summary = run_async(
+        run_crawl(settings, args.data, seeds, sys.stderr, is_tty=False, serve=serve)
+    )
+    print_summary(summary, sys.stdout)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -350,6 +350,10 @@ class CrawlContext:
         self.stopping = True
         self._stop_event.set()
 
+    async def wait_stopped(self) -> None:
+        """Return once `request_stop` was called (a limit, a signal, or the end)."""
+        await self._stop_event.wait()
+
     async def commit_loop(self) -> None:
         s = self.settings.crawl
         while not self.stopping:

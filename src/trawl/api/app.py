@@ -1,0 +1,120 @@
+"""The read side of the control API: page records and bodies, host state, events, stats.
+
+Routes are thin: they run on the crawl's event loop and read the same stores the crawl
+writes (one SQLite connection, used from this thread only), so a record is visible the
+moment its fetch is recorded. Field names are the design's (`PageRecord.to_json`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import Response
+
+from trawl import __version__
+from trawl.errors import DataError, InvalidUrl
+from trawl.store.warc import read_record
+from trawl.urls.normalise import normalise_url, url_hash
+from trawl.urls.registered_domain import registered_domain
+from trawl.wiring import WARC_DIR
+
+if TYPE_CHECKING:
+    from trawl.crawl_context import CrawlContext
+    from trawl.model import PageRecord
+
+
+_EVENT_POLL_S = 0.2
+
+
+def build_app(ctx: CrawlContext) -> FastAPI:
+    app = FastAPI(
+        title="trawl",
+        version=__version__,
+        description="Control and read-back API of a running trawl crawl.",
+    )
+
+    def page_or_404(key: str) -> PageRecord:
+        record = ctx.records.get_page(key.lower())
+        if record is None:
+            raise HTTPException(404, f"no page record with urlHash {key!r}")
+        return record
+
+    @app.get("/v1/pages/{url_hash}", summary="The latest page record")
+    async def get_page(url_hash: str) -> dict[str, Any]:
+        return page_or_404(url_hash).to_json()
+
+    @app.get("/v1/pages/{url_hash}/body", summary="The stored HTML, decompressed")
+    async def get_body(url_hash: str) -> Response:
+        record = page_or_404(url_hash)
+        if not record.storage_key:
+            raise HTTPException(404, f"{record.url}: no body stored")
+        try:
+            stored = read_record(ctx.data_dir / WARC_DIR, record.storage_key)
+        except DataError as exc:
+            raise HTTPException(500, f"stored body unreadable: {exc}") from None
+        media_type = stored.header("Content-Type") or "text/html"
+        return Response(stored.payload, media_type=media_type)
+
+    @app.get("/v1/pages", summary="A page record by URL (normalised as the crawl does)")
+    async def find_page(url: Annotated[str, Query(min_length=1)]) -> dict[str, Any]:
+        try:
+            key = url_hash(normalise_url(url, None, ctx.rules))
+        except InvalidUrl as exc:
+            raise HTTPException(422, f"not a crawlable URL: {exc}") from None
+        return page_or_404(key).to_json()
+
+    @app.get("/v1/hosts/{host}", summary="Politeness state of a site (host or domain)")
+    async def get_host(host: str) -> dict[str, Any]:
+        try:
+            site = registered_domain(host.strip().lower().rstrip("."))
+        except ValueError as exc:
+            raise HTTPException(422, f"not a hostname: {exc}") from None
+        state = ctx.sites.get(site)
+        record = state.to_host_record(ctx.owner) if state else ctx.records.get_host(site)
+        if record is None:
+            raise HTTPException(404, f"no host record for {site!r}")
+        return {**record, "queueLength": ctx.frontier.queued_for(site)}
+
+    @app.get("/v1/events", summary="page.fetched events from an offset (long-poll with wait)")
+    async def get_events(
+        from_offset: Annotated[int, Query(alias="from", ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        wait: Annotated[float, Query(ge=0, le=60)] = 0.0,
+    ) -> dict[str, Any]:
+        deadline = ctx.clock.now() + wait
+        while True:
+            events = ctx.records.read_events(from_offset, limit)
+            if events or ctx.clock.now() >= deadline:
+                break
+            await asyncio.sleep(_EVENT_POLL_S)
+        items = [event.to_json() for event in events]
+        next_offset = events[-1].offset + 1 if events else from_offset
+        return {"events": items, "next": next_offset}
+
+    @app.get("/v1/stats", summary="The crawl at a glance")
+    async def get_stats() -> dict[str, Any]:
+        st = ctx.stats
+        sched = ctx.frontier.stats()
+        elapsed = max(ctx.clock.now() - ctx.started_at, 1e-9)
+        return {
+            "pagesFetched": st.pages_fetched,
+            "pagesStored": st.pages_stored,
+            "pagesPerSecondOverall": st.pages_fetched / elapsed,
+            "frontier": {
+                "fast": sched.queued_fast,
+                "slow": sched.queued_slow,
+                "refresh": sched.queued_refresh,
+            },
+            "sites": {"known": sched.sites, "busy": sched.busy, "waiting": sched.waiting},
+            "statuses": dict(st.statuses),
+            "bytesDownloaded": st.bytes_downloaded,
+            "errors": st.errors,
+            "traps": ctx.traps.as_dict(),
+            "notModified": st.not_modified,
+            "duplicates": st.duplicates,
+            "nearDuplicates": st.near_duplicates,
+        }
+
+    return app

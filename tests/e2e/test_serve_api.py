@@ -1,0 +1,172 @@
+"""`trawl serve` as a real process crawling the local test web: the API's read side.
+
+Issue 6 is under way; this covers what is built so far: page records by urlHash and by URL,
+stored bodies, host state by hostname or registered domain, events from an offset (and
+long-polling), stats, the OpenAPI schema, a busy --listen address, and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from tests.e2e.support import CONTACT
+
+from trawl.testweb.politeness import check_politeness
+from trawl.testweb.process import TestWebProcess
+from trawl.urls.normalise import normalise_url, url_hash
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(base: str, path: str, timeout: float = 10.0) -> tuple[int, bytes, str]:
+    try:
+        with urllib.request.urlopen(base + path, timeout=timeout) as response:
+            return response.status, response.read(), response.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+
+
+def _json(base: str, path: str) -> Any:
+    status, body, _ = _get(base, path)
+    assert status == 200, (path, status, body[:200])
+    return json.loads(body)
+
+
+class Served:
+    def __init__(self, web: TestWebProcess, data: Path, base: str, proc: subprocess.Popen[bytes]):
+        self.web, self.data, self.base, self.proc = web, data, base, proc
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("serve")
+    port = _free_port()
+    with TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web:
+        command = [
+            sys.executable, "-m", "trawl", "serve", *web.seeds, "--data", str(tmp / "data"),
+            "--hosts-file", str(web.hosts_file), "--contact", CONTACT,
+            "--listen", f"127.0.0.1:{port}", "--max-time", "120",
+        ]  # fmt: skip
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        base = f"http://127.0.0.1:{port}"
+        served = Served(web, tmp / "data", base, proc)
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # until the crawl has stored a few pages
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                try:
+                    if _json(base, "/v1/stats")["pagesStored"] >= 20:
+                        break
+                except (urllib.error.URLError, ConnectionError):
+                    pass
+                assert time.monotonic() < deadline, "trawl serve stored nothing in 60 s"
+                time.sleep(0.5)
+            yield served
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)  # waits, and closes the pipes
+
+
+def test_page_records_by_hash_and_by_url(served: Served) -> None:
+    seed = served.web.seeds[0]
+    by_url = _json(served.base, "/v1/pages?url=" + urllib.request.quote(seed, safe=""))
+    assert by_url["urlHash"] == url_hash(normalise_url(seed))
+    assert by_url["httpStatus"] == 200
+    by_hash = _json(served.base, f"/v1/pages/{by_url['urlHash']}")
+    assert by_hash["url"] == by_url["url"]
+    for field in ("lastFetchedAt", "contentHash", "simhash", "etag", "lastModified",
+                  "changeRate", "nextFetchAt", "storageKey"):  # fmt: skip
+        assert field in by_hash
+    status, body, content_type = _get(served.base, f"/v1/pages/{by_url['urlHash']}/body")
+    assert status == 200
+    assert content_type.startswith("text/html")
+    assert b"<html" in body.lower()
+
+
+def test_unknown_and_malformed_lookups_are_clear_errors(served: Served) -> None:
+    assert _get(served.base, "/v1/pages/" + "0" * 32)[0] == 404
+    assert _get(served.base, "/v1/pages/" + "0" * 32 + "/body")[0] == 404
+    assert _get(served.base, "/v1/pages?url=mailto%3Ax%40y.z")[0] == 422
+    assert _get(served.base, "/v1/pages")[0] == 422  # url is required
+    assert _get(served.base, "/v1/events?from=-1")[0] == 422
+    assert _get(served.base, "/v1/hosts/never-crawled.example")[0] == 404
+
+
+def test_host_state_by_hostname_or_registered_domain(served: Served) -> None:
+    site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
+    by_domain = _json(served.base, f"/v1/hosts/{site.domain}")
+    assert by_domain["host"] == site.domain
+    for field in ("nextAllowedAt", "crawlDelay", "robotsRules", "robotsFetchedAt",
+                  "errorCount", "avgResponseMs", "pagesToday", "queueLength"):  # fmt: skip
+        assert field in by_domain
+    other_host = next((h for h in site.hosts if h != site.domain), None)
+    if other_host is not None:
+        assert _json(served.base, f"/v1/hosts/{other_host}")["host"] == site.domain
+
+
+def test_events_over_http_match_trawl_events(served: Served) -> None:
+    first = _json(served.base, "/v1/events?from=0&limit=5")
+    assert len(first["events"]) == 5
+    assert [e["offset"] for e in first["events"]] == sorted(e["offset"] for e in first["events"])
+    rest = _json(served.base, f"/v1/events?from={first['next']}&limit=5")
+    assert rest["events"][0]["offset"] == first["next"]
+    out = subprocess.run(
+        [sys.executable, "-m", "trawl", "events", "--data", str(served.data)],
+        capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    local = [json.loads(line) for line in out.stdout.splitlines()][:10]
+    assert first["events"] + rest["events"] == local
+    # Long-poll past the end: an empty answer after about `wait` seconds.
+    start = time.monotonic()
+    far = _json(served.base, "/v1/events?from=100000000&wait=1")
+    assert far == {"events": [], "next": 100000000}
+    assert 0.9 <= time.monotonic() - start < 5
+
+
+def test_stats_and_openapi(served: Served) -> None:
+    stats = _json(served.base, "/v1/stats")
+    assert stats["pagesFetched"] >= stats["pagesStored"] > 0
+    assert set(stats["frontier"]) == {"fast", "slow", "refresh"}
+    schema = _json(served.base, "/openapi.json")
+    assert {"/v1/pages/{url_hash}", "/v1/pages", "/v1/hosts/{host}", "/v1/events"} <= set(
+        schema["paths"]
+    )
+
+
+def test_busy_listen_address_is_a_one_line_error(served: Served, tmp_path: Path) -> None:
+    port = served.base.rsplit(":", 1)[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "trawl", "serve", "http://a.test/", "--data", str(tmp_path / "d"),
+         "--contact", CONTACT, "--listen", f"127.0.0.1:{port}"],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert b"cannot listen there" in result.stderr
+    assert b"Traceback" not in result.stderr
+    assert not (tmp_path / "d").exists()  # nothing started
+
+
+def test_sigterm_stops_it_cleanly_and_politely(served: Served) -> None:
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(timeout=60) == 0
+    served.web.stop()
+    requests = served.web.requests()
+    assert check_politeness(requests, **served.web.web.politeness_inputs()) == []

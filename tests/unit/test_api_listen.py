@@ -1,0 +1,33 @@
+"""The --listen address of `trawl serve`."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from trawl.api.serve import bind_listener, parse_listen
+from trawl.errors import UsageError
+
+
+def test_listen_addresses_parse() -> None:
+    assert parse_listen("127.0.0.1:8700") == ("127.0.0.1", 8700)
+    assert parse_listen("[::1]:9000") == ("::1", 9000)
+    for bad in ("8700", "127.0.0.1:", ":80", "host:99999", "host:http"):
+        with pytest.raises(UsageError, match="expected HOST:PORT"):
+            parse_listen(bad)
+
+
+def test_binding_refuses_a_busy_address() -> None:
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        port = busy.getsockname()[1]
+        with pytest.raises(UsageError, match="cannot listen there"):
+            bind_listener(f"127.0.0.1:{port}")
+    finally:
+        busy.close()
+    sock = bind_listener(f"127.0.0.1:{port}")  # free again
+    assert sock.getsockname() == ("127.0.0.1", port)
+    sock.close()
