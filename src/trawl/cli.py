@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 import uvloop
 
 from trawl import __version__
-from trawl.api.serve import DEFAULT_LISTEN, bind_listener, serve_api
+from trawl.api.serve import DEFAULT_LISTEN, bind_listener, read_token, serve_api
 from trawl.config import Settings, load_settings, with_overrides
 from trawl.crawl import Crawler
 from trawl.errors import UsageError
@@ -214,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--listen", default=DEFAULT_LISTEN, help=f"API address (default {DEFAULT_LISTEN})"
     )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        help="file holding the operator token for write endpoints (or TRAWL_API_TOKEN)",
+    )
     p.set_defaults(func=cmd_serve)
     demo.add_parser(sub)
     readback.add_parsers(sub)
@@ -224,10 +230,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """`trawl crawl --continuous` with the API on the same event loop (issue 6, read side)."""
     settings = with_overrides(settings_from_args(args), crawl={"continuous": True})
     seeds = read_seeds(args.urls, args.seeds_file)
+    token = read_token(args.token_file, os.environ)
     sock = bind_listener(args.listen)  # a bad or busy address fails before the crawl starts
 
     async def serve(ctx: CrawlContext) -> None:
-        await serve_api(ctx, sock)
+        await serve_api(ctx, sock, token)
 
     summary = run_async(
         run_crawl(settings, args.data, seeds, sys.stderr, is_tty=False, serve=serve)

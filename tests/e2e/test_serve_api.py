@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+TOKEN = "s3cret-operator-token"
+
+
+def _post(base: str, path: str, body: bytes, token: str | None = TOKEN) -> tuple[int, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(base + path, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -58,11 +73,13 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("serve")
     port = _free_port()
+    (tmp / "token").write_text(TOKEN + "\n")
     with TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web:
         command = [
             sys.executable, "-m", "trawl", "serve", *web.seeds, "--data", str(tmp / "data"),
             "--hosts-file", str(web.hosts_file), "--contact", CONTACT,
             "--listen", f"127.0.0.1:{port}", "--max-time", "120",
+            "--token-file", str(tmp / "token"),
         ]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         base = f"http://127.0.0.1:{port}"
@@ -162,6 +179,36 @@ def test_busy_listen_address_is_a_one_line_error(served: Served, tmp_path: Path)
     assert b"cannot listen there" in result.stderr
     assert b"Traceback" not in result.stderr
     assert not (tmp_path / "d").exists()  # nothing started
+
+
+def test_seeds_need_the_token_and_change_nothing_without_it(served: Served) -> None:
+    site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
+    url = f"http://{site.domain}:{served.web.port}/api-seeded-1.html"
+    body = json.dumps({"urls": [url]}).encode()
+    assert _post(served.base, "/v1/seeds", body, token=None)[0] == 401
+    assert _post(served.base, "/v1/seeds", body, token="wrong")[0] == 403
+    assert _post(served.base, "/v1/seeds", b"{not json", token=TOKEN)[0] == 422
+    bad_priority = json.dumps({"urls": [url], "priority": "urgent"}).encode()
+    assert _post(served.base, "/v1/seeds", bad_priority)[0] == 422
+    assert _post(served.base, "/v1/seeds", json.dumps({"urls": []}).encode())[0] == 422
+    time.sleep(1.5)
+    assert not any(r.path == "/api-seeded-1.html" for r in served.web.requests())
+
+
+def test_seeds_are_queued_rejected_with_reasons_and_fetched(served: Served) -> None:
+    site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
+    new = f"http://{site.domain}:{served.web.port}/api-seeded-2.html"
+    known = served.web.seeds[0]
+    body = {"urls": [new, known, "mailto:ops@example.org", "http://"], "priority": "high"}
+    status, answer = _post(served.base, "/v1/seeds", json.dumps(body).encode())
+    assert status == 200
+    assert answer["queued"] == 1  # the seed was already known
+    assert [r["url"] for r in answer["rejected"]] == ["mailto:ops@example.org", "http://"]
+    assert all(r["reason"] for r in answer["rejected"])
+    deadline = time.monotonic() + 30
+    while not any(r.path == "/api-seeded-2.html" for r in served.web.requests()):
+        assert time.monotonic() < deadline, "the high-priority seed was not fetched in 30 s"
+        time.sleep(0.5)
 
 
 def test_sigterm_stops_it_cleanly_and_politely(served: Served) -> None:

@@ -1,13 +1,17 @@
-"""The --listen address of `trawl serve`."""
+"""The --listen address and operator token of `trawl serve`."""
 
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 
 import pytest
 
 from trawl.api.serve import bind_listener, parse_listen
 from trawl.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def test_listen_addresses_parse() -> None:
@@ -31,3 +35,18 @@ def test_binding_refuses_a_busy_address() -> None:
     sock = bind_listener(f"127.0.0.1:{port}")  # free again
     assert sock.getsockname() == ("127.0.0.1", port)
     sock.close()
+
+
+def test_token_comes_from_the_file_then_the_environment(tmp_path: Path) -> None:
+    from trawl.api.serve import read_token
+
+    token_file = tmp_path / "token"
+    token_file.write_text("  from-file\n")
+    assert read_token(token_file, {"TRAWL_API_TOKEN": "from-env"}) == "from-file"
+    assert read_token(None, {"TRAWL_API_TOKEN": " from-env "}) == "from-env"
+    assert read_token(None, {}) is None  # write endpoints refused
+    token_file.write_text("\n")
+    with pytest.raises(UsageError, match="empty"):
+        read_token(token_file, {})
+    with pytest.raises(UsageError, match="cannot read"):
+        read_token(tmp_path / "missing", {})

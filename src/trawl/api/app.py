@@ -8,16 +8,19 @@ moment its fetch is recorded. Field names are the design's (`PageRecord.to_json`
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any
+import secrets
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, Header, HTTPException, Query
 from fastapi.responses import Response
+from pydantic import BaseModel, Field
 
 from trawl import __version__
 from trawl.errors import DataError, InvalidUrl
+from trawl.model import Line
 from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import registered_domain
+from trawl.urls.registered_domain import origin_of, registered_domain, site_of_normalised
 from trawl.wiring import WARC_DIR
 
 if TYPE_CHECKING:
@@ -28,7 +31,23 @@ if TYPE_CHECKING:
 _EVENT_POLL_S = 0.2
 
 
-def build_app(ctx: CrawlContext) -> FastAPI:
+class SeedRequest(BaseModel):
+    urls: list[str] = Field(min_length=1, max_length=10_000)
+    priority: Literal["high", "normal", "low"] = "normal"
+
+
+class Rejected(BaseModel):
+    url: str
+    reason: str
+
+
+class SeedResponse(BaseModel):
+    queued: int
+    rejected: list[Rejected]
+
+
+def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
+    """The API over a running crawl; `token` guards the write endpoints (None: refused)."""
     app = FastAPI(
         title="trawl",
         version=__version__,
@@ -117,4 +136,58 @@ def build_app(ctx: CrawlContext) -> FastAPI:
             "nearDuplicates": st.near_duplicates,
         }
 
+    def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
+        if token is None:
+            raise HTTPException(
+                403, "write endpoints are off: start with --token-file or TRAWL_API_TOKEN"
+            )
+        if not authorization or not authorization.startswith("Bearer "):
+            raise HTTPException(
+                401, "missing operator token", headers={"WWW-Authenticate": "Bearer"}
+            )
+        if not secrets.compare_digest(authorization[len("Bearer ") :].encode(), token.encode()):
+            raise HTTPException(403, "wrong operator token")
+
+    @app.post(
+        "/v1/seeds",
+        summary="Add seeds; high priority lands in the fast line at once",
+        dependencies=[Depends(require_token)],
+    )
+    async def post_seeds(request: SeedRequest) -> SeedResponse:
+        queued, rejected = add_api_seeds(ctx, request.urls, request.priority)
+        ctx.commit()
+        return SeedResponse(
+            queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
+        )
+
     return app
+
+
+def add_api_seeds(
+    ctx: CrawlContext, urls: list[str], priority: str
+) -> tuple[int, list[tuple[str, str]]]:
+    """Queue seeds through the exact seed table: (how many were new, rejections)."""
+    queued = 0
+    rejected: list[tuple[str, str]] = []
+    for raw in urls:
+        try:
+            url = normalise_url(raw, None, ctx.rules)
+            site = site_of_normalised(url)
+        except (InvalidUrl, ValueError) as exc:
+            rejected.append((raw, f"not a crawlable URL: {exc}"))
+            continue
+        state = ctx.sites.get(site)
+        rules = state.robots.get(origin_of(url)) if state is not None else None
+        fresh = rules is not None and rules.is_fresh(ctx.clock.now())
+        if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
+            rejected.append((raw, "disallowed by the site's robots.txt"))
+            continue
+        score, parts = ctx.scores.seed(url, ctx.site_referrers(site))
+        line = Line.SLOW if priority == "low" else Line.FAST
+        if priority == "low":
+            score = 0.0
+        if ctx.discover(
+            url, url_hash(url), site, 0, line, must_crawl=True, score=score, score_parts=parts
+        ):
+            queued += 1
+    return queued, rejected

@@ -13,11 +13,13 @@ from trawl.api.app import build_app
 from trawl.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Generator, Mapping
+    from pathlib import Path
 
     from trawl.crawl_context import CrawlContext
 
 DEFAULT_LISTEN = "127.0.0.1:8700"
+TOKEN_ENV = "TRAWL_API_TOKEN"
 
 
 class _Server(uvicorn.Server):
@@ -55,9 +57,25 @@ def bind_listener(listen: str) -> socket.socket:
     return sock
 
 
-async def serve_api(ctx: CrawlContext, sock: socket.socket) -> None:
+def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The operator token: from `--token-file`, else TRAWL_API_TOKEN, else None (write
+    endpoints refused)."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--token-file {token_file}: cannot read it ({exc})") from None
+        if not token:
+            raise UsageError(f"--token-file {token_file}: the file is empty")
+        return token
+    return environ.get(TOKEN_ENV, "").strip() or None
+
+
+async def serve_api(ctx: CrawlContext, sock: socket.socket, token: str | None) -> None:
     """Serve the API on `sock` until the crawl stops."""
-    config = uvicorn.Config(build_app(ctx), log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        build_app(ctx, token), log_level="warning", access_log=False, lifespan="off"
+    )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     stopped = asyncio.create_task(ctx.wait_stopped())
