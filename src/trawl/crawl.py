@@ -74,10 +74,3 @@ class Crawler:
         except TimeoutError:
             pass
 
-
-async def crawl(ctx: CrawlContext) -> None:
-    crawler = Crawler(ctx)
-    try:
-        await crawler.run()
-    finally:
-        await ctx.close()

@@ -131,6 +131,9 @@ class CrawlContext:
             park_s=p.park_s,
         )
         self.stats = CrawlStats()
+        if scores.damaged_file:
+            # A soft signal, counted afresh; the summary says so instead of hiding it.
+            self.stats.count(self.stats.skipped, "inlinks_file_damaged")
         self.sites: dict[str, SiteState] = {}
         self._dirty_sites: set[str] = set()
         self._busy: set[str] = set()
@@ -215,6 +218,19 @@ class CrawlContext:
         )
         return self.queue_new(item, must_crawl=must_crawl)
 
+    def add_seed(self, url: str, url_hash: str, site: str, *, low_priority: bool = False) -> bool:
+        """Queue a normalised seed through the exact seed table; True when it was new.
+
+        Seeds go to the fast line with the seed boost; low-priority ones (API) wait in the
+        slow line, unscored."""
+        score, parts, _ = self.scores.seed(url, self.site_referrers(site))
+        line = Line.FAST
+        if low_priority:
+            score, line = 0.0, Line.SLOW
+        return self.discover(
+            url, url_hash, site, 0, line, must_crawl=True, score=score, score_parts=parts
+        )
+
     def claim(self, url_hash: str, *, must_crawl: bool) -> bool:
         """The seen check: True (and now seen) when the URL was new."""
         if must_crawl:
@@ -229,12 +245,16 @@ class CrawlContext:
             self.stats.count(self.stats.skipped, str(trap))
             return False
         state = self.sites.get(item.site)
-        ready_at = 0.0 if state is None else state.clock.next_allowed_at
         if state is not None and state.traps.is_flagged and item.line is Line.FAST:
             # The similarity alarm: a copy-heavy site's links wait.
             item = dataclasses.replace(item, line=Line.SLOW)
-        self.frontier.enqueue(item, ready_at=ready_at)
+        self._enqueue(item)
         return True
+
+    def _enqueue(self, item: CrawlUrl) -> None:
+        """Into the frontier, ready when the site's clock allows (if the site is loaded)."""
+        state = self.sites.get(item.site)
+        self.frontier.enqueue(item, ready_at=0.0 if state is None else state.clock.next_allowed_at)
 
     def site_referrers(self, site: str) -> int:
         """Other sites seen linking to `site` (0 for a site not loaded in this run)."""
@@ -273,9 +293,7 @@ class CrawlContext:
                 priority,
                 parts,
             )
-            state = self.sites.get(page.site)
-            ready_at = 0.0 if state is None else state.clock.next_allowed_at
-            self.frontier.enqueue(item, ready_at=ready_at)
+            self._enqueue(item)
         self.stats.refresh_queued += len(due)
         return len(due)
 

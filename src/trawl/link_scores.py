@@ -3,7 +3,8 @@
 The shell around `frontier.scoring` (pure) and `frontier.inlinks` (the bounded counter):
 every link found on every page counts as an in-link of its target; a new target is scored
 and queued with its parts; a target already queued is re-scored only when its in-link
-counts cross a power of two (`score_bucket`), so frontier updates stay logarithmic.
+counts cross a power of two (`_crossed`, where `frontier.scoring.score_bucket` changes),
+so frontier updates stay logarithmic.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from trawl.frontier.inlinks import InLinkCounter
 from trawl.frontier.scoring import (
     ScoreParts,
     ScoringPolicy,
-    importance,
     is_fast,
     path_depth,
     score_link,
@@ -93,9 +93,7 @@ class LinkScores:
             depth=path_depth(link.url),
             policy=self.policy,
         )
-        score = parts.total()
-        line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
-        return score, json.dumps(parts.to_json(), separators=(",", ":")), line
+        return self._entry_of(parts)
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""
@@ -120,21 +118,19 @@ class LinkScores:
             parts.depth,
             parts.boost,
         )
-        score = parts.total()
-        line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
-        return score, json.dumps(parts.to_json(), separators=(",", ":")), line
+        return self._entry_of(parts)
 
-    def seed(self, url: str, site_referrers: int) -> tuple[float, str]:
-        return self._entry(url, site_referrers, is_seed=True, from_sitemap=False)
+    def seed(self, url: str, site_referrers: int) -> tuple[float, str, Line]:
+        return self._unlinked(url, site_referrers, is_seed=True, from_sitemap=False)
 
     def sitemap_entry(self, url: str, site_referrers: int) -> tuple[float, str, Line]:
         trusted = site_referrers >= _TRUSTED_REFERRERS
-        score, parts = self._entry(url, site_referrers, is_seed=False, from_sitemap=trusted)
-        return score, parts, Line.FAST if is_fast(score, self.policy) else Line.SLOW
+        return self._unlinked(url, site_referrers, is_seed=False, from_sitemap=trusted)
 
-    def _entry(
+    def _unlinked(
         self, url: str, site_referrers: int, *, is_seed: bool, from_sitemap: bool
-    ) -> tuple[float, str]:
+    ) -> tuple[float, str, Line]:
+        """A URL that arrives without a linking page: a seed or a sitemap entry."""
         parts = score_link(
             inlink_pages=0,
             inlink_sites=0,
@@ -145,8 +141,10 @@ class LinkScores:
             from_sitemap=from_sitemap,
             policy=self.policy,
         )
-        return parts.total(), json.dumps(parts.to_json(), separators=(",", ":"))
+        return self._entry_of(parts)
 
-
-def recrawl_importance(score: float) -> float:
-    return importance(score)
+    def _entry_of(self, parts: ScoreParts) -> tuple[float, str, Line]:
+        """(score, parts JSON, line) as the frontier entry keeps them."""
+        score = parts.total()
+        line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
+        return score, json.dumps(parts.to_json(), separators=(",", ":")), line

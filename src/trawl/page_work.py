@@ -16,11 +16,11 @@ from trawl.parse.links import links_of_tree, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.warc_record import (
-    DEFAULT_LEVEL,
     EncodedRecord,
     encode_response_record,
     rewrite_head_for_decoded,
     sha1_digest,
+    warc_level,
 )
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import site_of_normalised
@@ -96,7 +96,7 @@ def process_page(page: PageInput) -> PageOutput:
             http_head=head,
             payload=page.body,
             truncated=page.truncated,
-            level=DEFAULT_LEVEL if page.warc_level < 0 else page.warc_level,
+            level=warc_level(page.warc_level),
         )
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)

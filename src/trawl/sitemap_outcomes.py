@@ -23,7 +23,7 @@ from trawl.errors import InvalidUrl
 from trawl.model import Line, UrlKind
 from trawl.page_work import SitemapOutput, process_sitemap
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import site_of_normalised
+from trawl.urls.registered_domain import host_of, site_of_normalised
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
@@ -89,7 +89,7 @@ class Sitemaps:
         now = ctx.clock.now()
         _, taken = state.sitemap_budget(now)
         room = max(0, ctx.settings.sitemaps.max_urls_per_site - taken)
-        known: dict[str, float | None] = {}
+        known: dict[str, float] = {}  # lastmod of known pages, by urlHash
         used = 0
         for link in out.links:
             if link.site != item.site:
@@ -108,7 +108,7 @@ class Sitemaps:
         ctx.mark_dirty(item.site)
         if known:
             fetched = ctx.records.last_fetched(list(known))
-            newer = [h for h, at in fetched.items() if (known[h] or 0.0) > at]
+            newer = [h for h, at in fetched.items() if known[h] > at]
             ctx.stats.sitemap_due += ctx.records.make_due(newer, now)
 
     def _queue_file(self, state: SiteState, url: str, *, depth: int) -> int:
@@ -128,5 +128,4 @@ class Sitemaps:
 
 
 def _is_main_host(origin: str, site: str) -> bool:
-    host = origin.partition("://")[2].rpartition(":")[0] or origin.partition("://")[2]
-    return host in (site, "www." + site)
+    return host_of(origin) in (site, "www." + site)

@@ -25,6 +25,7 @@ from trawl.store.warc_record import (
     encode_response_record,
     encode_revisit_record,
     rewrite_head_for_decoded,
+    warc_level,
 )
 
 if TYPE_CHECKING:
@@ -57,12 +58,8 @@ class StoredContent:
             return None  # fetched and parsed for links, never stored
         ctx = self.ctx
         original = ctx.fingerprints.original_of(out.content_hash)
-        if original is None and out.warc_record is None:
-            # The worker skipped encoding for the previous content hash, but no stored copy
-            # exists (the previous version was noindex): store it now.
-            return self._store_new(item, result, record, out, encode=True)
         if original is None:
-            return self._store_new(item, result, record, out, encode=False)
+            return self._store_new(item, result, record, out)
         self._write_revisit(item, result, record, out, original)
         if original.url_hash != item.url_hash:
             record.duplicate_of = original.url
@@ -80,12 +77,12 @@ class StoredContent:
         result: FetchResult,
         record: PageRecord,
         out: PageOutput,
-        *,
-        encode: bool,
     ) -> PageFetchedEvent:
         ctx = self.ctx
         encoded = out.warc_record
-        if encode or encoded is None:
+        if encoded is None:
+            # The worker skipped encoding because the body matched the previous fetch's,
+            # but no copy of it is stored (that version was noindex): encode it here.
             assert result.body is not None
             encoded = encode_response_record(
                 url=item.url,
@@ -94,6 +91,7 @@ class StoredContent:
                 http_head=rewrite_head_for_decoded(result.raw_headers_block, len(result.body)),
                 payload=result.body,
                 truncated=result.truncated,
+                level=warc_level(ctx.settings.storage.warc_compress_level),
             )
         record.storage_key = ctx.warc.append(encoded)
         record.warc_record_id = encoded.record_id
@@ -130,6 +128,7 @@ class StoredContent:
             refers_to_id=original.record_id,
             refers_to_url=original.url,
             refers_to_at=original.fetched_at,
+            level=warc_level(self.ctx.settings.storage.warc_compress_level),
         )
         self.ctx.warc.append(revisit)
         self.ctx.stats.revisits += 1

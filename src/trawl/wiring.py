@@ -26,7 +26,6 @@ from trawl.fetch.fetcher import Fetcher, build_user_agent
 from trawl.frontier.frontier import Frontier
 from trawl.frontier.traps import TrapPolicy
 from trawl.link_scores import LinkScores
-from trawl.model import Line
 from trawl.page_work import init_worker
 from trawl.politeness.ip_gate import IpGate
 from trawl.seen.seen_set import SeenSet
@@ -230,11 +229,6 @@ def queue_all_due(ctx: CrawlContext) -> int:
 
 def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
     """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = 0
-    for url, h, site in seeds:
-        score, parts = ctx.scores.seed(url, ctx.site_referrers(site))
-        added += ctx.discover(
-            url, h, site, 0, Line.FAST, must_crawl=True, score=score, score_parts=parts
-        )
+    added = sum(ctx.add_seed(url, h, site) for url, h, site in seeds)
     ctx.commit()
     return added

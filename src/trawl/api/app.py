@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 
 from trawl import __version__
 from trawl.errors import DataError, InvalidUrl
-from trawl.model import Line
 from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import origin_of, registered_domain, site_of_normalised
@@ -182,12 +181,6 @@ def add_api_seeds(
         if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
             rejected.append((raw, "disallowed by the site's robots.txt"))
             continue
-        score, parts = ctx.scores.seed(url, ctx.site_referrers(site))
-        line = Line.SLOW if priority == "low" else Line.FAST
-        if priority == "low":
-            score = 0.0
-        if ctx.discover(
-            url, url_hash(url), site, 0, line, must_crawl=True, score=score, score_parts=parts
-        ):
+        if ctx.add_seed(url, url_hash(url), site, low_priority=priority == "low"):
             queued += 1
     return queued, rejected

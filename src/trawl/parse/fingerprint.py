@@ -2,9 +2,10 @@
 
 Two texts, one hash. `main_text_fingerprint` hashes the page's main content without
 its boilerplate (`parse.main_text`): the same article under two sites' templates comes
-out the same, for near-duplicate detection. `fingerprint_tree` hashes all visible text
-of the tree from `parse.links`, template included, which is what the spider-trap alarm
-(`frontier.traps`) wants: pages of one template that differ by a date are alike there.
+out the same. The crawl uses it for near-duplicate detection and for the spider-trap
+alarm (`frontier.traps`), whose hostile-site tests it passes as well. `text_fingerprint`
+hashes all visible text, template included; the crawl no longer calls it, and the test
+web's tests use it to check its pages differ in their visible text too.
 
 How the text is hashed (`simhash_of_text`). The text is split on whitespace into
 lowercase tokens; punctuation stays on its word, which costs nothing in similarity and is

@@ -35,7 +35,7 @@ _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""
 _PREFIX_BYTES = 1024  # where the HTML spec's prescan looks for a charset declaration
 
 
-def _decode(html: bytes) -> str | bytes:
+def decode_html(html: bytes) -> str | bytes:
     """Text for the parser: valid UTF-8 stays bytes (lexbor reads them as UTF-8, ~10% faster)."""
     try:
         html.decode("utf-8")
@@ -69,7 +69,7 @@ def _base_url(href: str | None, page_url: str) -> str:
 
 def parse_html(html: bytes) -> LexborHTMLParser:
     """The page's tree, built once and shared by link extraction and fingerprinting."""
-    return LexborHTMLParser(_decode(html))
+    return LexborHTMLParser(decode_html(html))
 
 
 def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> ParsedPage:

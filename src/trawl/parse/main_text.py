@@ -34,7 +34,7 @@ import re
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from trawl.parse.links import _decode
+from trawl.parse.links import decode_html
 
 __all__ = ["main_blocks", "prose"]
 
@@ -80,7 +80,7 @@ def main_blocks(html: bytes, max_len: int | None = None) -> list[str]:
     """
     if not html:
         return []
-    decoded = _decode(html)
+    decoded = decode_html(html)
     if max_len is not None:
         decoded = body_window(decoded, max_len)
     if isinstance(decoded, bytes):

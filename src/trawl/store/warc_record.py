@@ -66,6 +66,11 @@ DEFAULT_CODEC = Codec.ISAL
 DEFAULT_LEVEL = 2
 
 
+def warc_level(configured: int) -> int:
+    """The gzip level for `storage.warc_compress_level` (-1: the measured default)."""
+    return DEFAULT_LEVEL if configured < 0 else configured
+
+
 class EncodedRecord(NamedTuple):  # a NamedTuple: cheap to pickle back from a worker process
     """One complete gzip member holding one WARC record, ready to append to a file."""
 
