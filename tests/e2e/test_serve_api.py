@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.serve_support import TOKEN, Served, get_json, http_get, run_serve, send_json
 from tests.e2e.support import CONTACT
 
 from trawl.testweb.politeness import check_politeness
@@ -29,121 +29,58 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-TOKEN = "s3cret-operator-token"
-
-
-def _post(base: str, path: str, body: bytes, token: str | None = TOKEN) -> tuple[int, Any]:
-    headers = {"Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(base + path, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(base: str, path: str, timeout: float = 10.0) -> tuple[int, bytes, str]:
-    try:
-        with urllib.request.urlopen(base + path, timeout=timeout) as response:
-            return response.status, response.read(), response.headers.get("Content-Type", "")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), exc.headers.get("Content-Type", "")
-
-
-def _json(base: str, path: str) -> Any:
-    status, body, _ = _get(base, path)
-    assert status == 200, (path, status, body[:200])
-    return json.loads(body)
-
-
-class Served:
-    def __init__(self, web: TestWebProcess, data: Path, base: str, proc: subprocess.Popen[bytes]):
-        self.web, self.data, self.base, self.proc = web, data, base, proc
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("serve")
-    port = _free_port()
-    (tmp / "token").write_text(TOKEN + "\n")
-    with TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web:
-        command = [
-            sys.executable, "-m", "trawl", "serve", *web.seeds, "--data", str(tmp / "data"),
-            "--hosts-file", str(web.hosts_file), "--contact", CONTACT,
-            "--listen", f"127.0.0.1:{port}", "--max-time", "120",
-            "--token-file", str(tmp / "token"),
-        ]  # fmt: skip
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        base = f"http://127.0.0.1:{port}"
-        served = Served(web, tmp / "data", base, proc)
-        try:
-            deadline = time.monotonic() + 60
-            while True:  # until the crawl has stored a few pages
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-                try:
-                    if _json(base, "/v1/stats")["pagesStored"] >= 20:
-                        break
-                except (urllib.error.URLError, ConnectionError):
-                    pass
-                assert time.monotonic() < deadline, "trawl serve stored nothing in 60 s"
-                time.sleep(0.5)
-            yield served
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=60)  # waits, and closes the pipes
+    with (
+        TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web,
+        run_serve(web, tmp) as served,
+    ):
+        yield served
 
 
 def test_page_records_by_hash_and_by_url(served: Served) -> None:
     seed = served.web.seeds[0]
-    by_url = _json(served.base, "/v1/pages?url=" + urllib.request.quote(seed, safe=""))
+    by_url = get_json(served.base, "/v1/pages?url=" + urllib.request.quote(seed, safe=""))
     assert by_url["urlHash"] == url_hash(normalise_url(seed))
     assert by_url["httpStatus"] == 200
-    by_hash = _json(served.base, f"/v1/pages/{by_url['urlHash']}")
+    by_hash = get_json(served.base, f"/v1/pages/{by_url['urlHash']}")
     assert by_hash["url"] == by_url["url"]
     for field in ("lastFetchedAt", "contentHash", "simhash", "etag", "lastModified",
                   "changeRate", "nextFetchAt", "storageKey"):  # fmt: skip
         assert field in by_hash
-    status, body, content_type = _get(served.base, f"/v1/pages/{by_url['urlHash']}/body")
+    status, body, content_type = http_get(served.base, f"/v1/pages/{by_url['urlHash']}/body")
     assert status == 200
     assert content_type.startswith("text/html")
     assert b"<html" in body.lower()
 
 
 def test_unknown_and_malformed_lookups_are_clear_errors(served: Served) -> None:
-    assert _get(served.base, "/v1/pages/" + "0" * 32)[0] == 404
-    assert _get(served.base, "/v1/pages/" + "0" * 32 + "/body")[0] == 404
-    assert _get(served.base, "/v1/pages?url=mailto%3Ax%40y.z")[0] == 422
-    assert _get(served.base, "/v1/pages")[0] == 422  # url is required
-    assert _get(served.base, "/v1/events?from=-1")[0] == 422
-    assert _get(served.base, "/v1/hosts/never-crawled.example")[0] == 404
+    assert http_get(served.base, "/v1/pages/" + "0" * 32)[0] == 404
+    assert http_get(served.base, "/v1/pages/" + "0" * 32 + "/body")[0] == 404
+    assert http_get(served.base, "/v1/pages?url=mailto%3Ax%40y.z")[0] == 422
+    assert http_get(served.base, "/v1/pages")[0] == 422  # url is required
+    assert http_get(served.base, "/v1/events?from=-1")[0] == 422
+    assert http_get(served.base, "/v1/hosts/never-crawled.example")[0] == 404
 
 
 def test_host_state_by_hostname_or_registered_domain(served: Served) -> None:
     site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
-    by_domain = _json(served.base, f"/v1/hosts/{site.domain}")
+    by_domain = get_json(served.base, f"/v1/hosts/{site.domain}")
     assert by_domain["host"] == site.domain
     for field in ("nextAllowedAt", "crawlDelay", "robotsRules", "robotsFetchedAt",
                   "errorCount", "avgResponseMs", "pagesToday", "queueLength"):  # fmt: skip
         assert field in by_domain
     other_host = next((h for h in site.hosts if h != site.domain), None)
     if other_host is not None:
-        assert _json(served.base, f"/v1/hosts/{other_host}")["host"] == site.domain
+        assert get_json(served.base, f"/v1/hosts/{other_host}")["host"] == site.domain
 
 
 def test_events_over_http_match_trawl_events(served: Served) -> None:
-    first = _json(served.base, "/v1/events?from=0&limit=5")
+    first = get_json(served.base, "/v1/events?from=0&limit=5")
     assert len(first["events"]) == 5
     assert [e["offset"] for e in first["events"]] == sorted(e["offset"] for e in first["events"])
-    rest = _json(served.base, f"/v1/events?from={first['next']}&limit=5")
+    rest = get_json(served.base, f"/v1/events?from={first['next']}&limit=5")
     assert rest["events"][0]["offset"] == first["next"]
     out = subprocess.run(
         [sys.executable, "-m", "trawl", "events", "--data", str(served.data)],
@@ -153,16 +90,16 @@ def test_events_over_http_match_trawl_events(served: Served) -> None:
     assert first["events"] + rest["events"] == local
     # Long-poll past the end: an empty answer after about `wait` seconds.
     start = time.monotonic()
-    far = _json(served.base, "/v1/events?from=100000000&wait=1")
+    far = get_json(served.base, "/v1/events?from=100000000&wait=1")
     assert far == {"events": [], "next": 100000000}
     assert 0.9 <= time.monotonic() - start < 5
 
 
 def test_stats_and_openapi(served: Served) -> None:
-    stats = _json(served.base, "/v1/stats")
+    stats = get_json(served.base, "/v1/stats")
     assert stats["pagesFetched"] >= stats["pagesStored"] > 0
     assert set(stats["frontier"]) == {"fast", "slow", "refresh"}
-    schema = _json(served.base, "/openapi.json")
+    schema = get_json(served.base, "/openapi.json")
     assert {"/v1/pages/{url_hash}", "/v1/pages", "/v1/hosts/{host}", "/v1/events"} <= set(
         schema["paths"]
     )
@@ -185,12 +122,12 @@ def test_seeds_need_the_token_and_change_nothing_without_it(served: Served) -> N
     site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
     url = f"http://{site.domain}:{served.web.port}/api-seeded-1.html"
     body = json.dumps({"urls": [url]}).encode()
-    assert _post(served.base, "/v1/seeds", body, token=None)[0] == 401
-    assert _post(served.base, "/v1/seeds", body, token="wrong")[0] == 403
-    assert _post(served.base, "/v1/seeds", b"{not json", token=TOKEN)[0] == 422
+    assert send_json(served.base, "/v1/seeds", body, token=None)[0] == 401
+    assert send_json(served.base, "/v1/seeds", body, token="wrong")[0] == 403
+    assert send_json(served.base, "/v1/seeds", b"{not json", token=TOKEN)[0] == 422
     bad_priority = json.dumps({"urls": [url], "priority": "urgent"}).encode()
-    assert _post(served.base, "/v1/seeds", bad_priority)[0] == 422
-    assert _post(served.base, "/v1/seeds", json.dumps({"urls": []}).encode())[0] == 422
+    assert send_json(served.base, "/v1/seeds", bad_priority)[0] == 422
+    assert send_json(served.base, "/v1/seeds", json.dumps({"urls": []}).encode())[0] == 422
     time.sleep(1.5)
     assert not any(r.path == "/api-seeded-1.html" for r in served.web.requests())
 
@@ -200,7 +137,7 @@ def test_seeds_are_queued_rejected_with_reasons_and_fetched(served: Served) -> N
     new = f"http://{site.domain}:{served.web.port}/api-seeded-2.html"
     known = served.web.seeds[0]
     body = {"urls": [new, known, "mailto:ops@example.org", "http://"], "priority": "high"}
-    status, answer = _post(served.base, "/v1/seeds", json.dumps(body).encode())
+    status, answer = send_json(served.base, "/v1/seeds", json.dumps(body).encode())
     assert status == 200
     assert answer["queued"] == 1  # the seed was already known
     assert [r["url"] for r in answer["rejected"]] == ["mailto:ops@example.org", "http://"]

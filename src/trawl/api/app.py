@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from trawl import __version__
+from trawl.api.dashboard import dashboard_router
 from trawl.errors import DataError, InvalidUrl
 from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
@@ -159,6 +160,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
             queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
         )
 
+    app.include_router(dashboard_router(ctx))
     return app
 
 
