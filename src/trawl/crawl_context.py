@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from trawl.cpu_batches import BatchedWorkers
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
+from trawl.histogram import Histogram
 from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from trawl.frontier.traps import TrapPolicy
     from trawl.link_scores import LinkScores
     from trawl.politeness.ip_gate import IpGate
+    from trawl.politeness.site_limits import SiteLimits
     from trawl.seen.seen_set import SeenSet
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
     from trawl.store.records_sqlite import SqliteRecords
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 AGENT_TOKEN = "trawl"
 HOST_WRITE_INTERVAL_S = 5.0
+PAUSE_RECHECK_S = 60.0  # a paused site's turn comes back this often, to no effect
 
 
 @dataclass(slots=True)
@@ -69,8 +72,17 @@ class CrawlStats:
     sitemap_new: int = 0  # of those, URLs that were new
     sitemap_due: int = 0  # known pages made due by a newer lastmod
 
+    # Politeness at work (issue 6's metrics): how often, and how long, a request waited.
+    fetch_seconds: Histogram = field(default_factory=Histogram)  # every request's exchange
+    waits: dict[str, int] = field(default_factory=dict)  # "ip_gate", "site_clock", "paused"
+    wait_seconds: dict[str, float] = field(default_factory=dict)
+
     def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
         table[key] = table.get(key, 0) + n
+
+    def note_wait(self, reason: str, seconds: float) -> None:
+        self.waits[reason] = self.waits.get(reason, 0) + 1
+        self.wait_seconds[reason] = self.wait_seconds.get(reason, 0.0) + max(0.0, seconds)
 
 
 class CrawlContext:
@@ -182,7 +194,25 @@ class CrawlContext:
         if site in self._busy:
             self._busy.discard(site)
             self._dirty_sites.add(site)
-            self.frontier.release_site(site, self.sites[site].clock.next_allowed_at)
+            self.frontier.release_site(site, self._ready_at(self.sites[site]))
+
+    def _ready_at(self, state: SiteState) -> float:
+        if state.paused:  # looked at again now and then; lifting the pause wakes it at once
+            return self.clock.now() + PAUSE_RECHECK_S
+        return state.clock.next_allowed_at
+
+    def set_site_limits(self, site: str, limits: SiteLimits | None) -> SiteState:
+        """Put an operator's override (None: remove it) in force for the very next request
+        to `site`, and make it durable at once: it must survive a crash or restart."""
+        state = self.site_state(site)
+        state.set_limits(limits, self.clock_policy, self.started_at if self.resumed else None)
+        if not state.paused:
+            self.blocked_sites.discard(site)
+        if site not in self._busy:  # a busy site is released at its clock's new time
+            self.frontier.move_site(site, self._ready_at(state))
+        self.write_host(site)
+        self.commit()
+        return state
 
     def mark_dirty(self, site: str) -> None:
         self._dirty_sites.add(site)

@@ -11,6 +11,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from trawl.errors import FetchError
+from trawl.frontier.traps import TrapReason
 from trawl.model import FetchResult, UrlKind
 from trawl.politeness.retry_after import parse_retry_after
 from trawl.politeness.robots import (
@@ -44,7 +45,12 @@ class SiteRequests:
         state = ctx.site_state(site)
         now = ctx.clock.now()
         if not state.clock.is_ready(now):
+            ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - now)
             return None  # released at its clock's time
+        if state.paused:
+            ctx.stats.note_wait("paused", 0.0)
+            ctx.blocked_sites.add(site)  # a one-shot crawl does not wait for the pause
+            return None  # released to re-check later; lifting the pause wakes it at once
         for _ in range(_MAX_SKIPS_PER_TURN):
             queued = ctx.frontier.head(site, line)
             if queued is None:
@@ -73,10 +79,9 @@ class SiteRequests:
     def _over_daily_cap(self, state: SiteState, now: float) -> bool:
         """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""
         ctx = self.ctx
-        reason = state.traps.check_daily_cap(state.pages_on(now), ctx.trap_policy)
-        if reason is None:
+        if state.pages_on(now) < state.daily_cap(ctx.trap_policy):
             return False
-        ctx.traps.count(reason)
+        ctx.traps.count(TrapReason.DAILY_CAP)
         state.clock.next_allowed_at = max(state.clock.next_allowed_at, (now // 86400 + 1) * 86400)
         ctx.blocked_sites.add(state.site)
         ctx.mark_dirty(state.site)
@@ -115,6 +120,7 @@ class SiteRequests:
                 target = robots_redirect_target(url, status, result.header("Location"), hops)
                 if target is not None and _same_site(target, state.site):
                     url, hops = target, hops + 1
+                    ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - ctx.clock.now())
                     await ctx.clock.sleep_until(state.clock.next_allowed_at)
                     continue
                 if target is not None:
@@ -172,6 +178,7 @@ class SiteRequests:
             state.clock.finish(end, 0.0, FetchOutcome.NETWORK_ERROR, policy=ctx.clock_policy)
             return _failed(url, start, end, exc)
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
+            ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
         start = ctx.clock.now()
         state.clock.start(start)
@@ -188,6 +195,7 @@ class SiteRequests:
         finally:
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
+            ctx.stats.fetch_seconds.observe(end - start)
             status = result.status if result is not None else 0
             retry_after = None
             if result is not None and status in (429, 503):

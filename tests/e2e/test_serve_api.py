@@ -17,6 +17,7 @@ import urllib.request
 from typing import TYPE_CHECKING
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.serve_support import TOKEN, Served, get_json, http_get, run_serve, send_json
 from tests.e2e.support import CONTACT
 
@@ -99,10 +100,39 @@ def test_stats_and_openapi(served: Served) -> None:
     stats = get_json(served.base, "/v1/stats")
     assert stats["pagesFetched"] >= stats["pagesStored"] > 0
     assert set(stats["frontier"]) == {"fast", "slow", "refresh"}
+    assert stats["sites"]["known"] >= stats["sites"]["active"] + stats["sites"]["waiting"]
+    assert stats["sites"]["paused"] == 0
+    assert isinstance(stats["errorsByKind"], dict)
     schema = get_json(served.base, "/openapi.json")
     assert {"/v1/pages/{url_hash}", "/v1/pages", "/v1/hosts/{host}", "/v1/events"} <= set(
         schema["paths"]
     )
+
+
+def test_metrics_parse_as_prometheus_text(served: Served) -> None:
+    status, body, content_type = http_get(served.base, "/metrics")
+    assert status == 200
+    assert content_type.startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in families.values()
+        for s in family.samples
+    }
+    assert samples[("trawl_fetches_total", (("class", "2xx"),))] > 0
+    assert samples[("trawl_robots_fetches_total", (("outcome", "rules"),))] > 0
+    assert samples[("trawl_downloaded_bytes_total", ())] > 0
+    assert samples[("trawl_events_written_total", ())] >= samples[("trawl_pages_stored_total", ())]
+    buckets = [s for s in families["trawl_fetch_seconds"].samples if s.name.endswith("_bucket")]
+    assert [b.value for b in buckets] == sorted(b.value for b in buckets)
+    assert buckets[-1].labels["le"] == "+Inf"
+    assert buckets[-1].value == samples[("trawl_fetch_seconds_count", ())] > 0
+    lines = {s.labels["line"] for s in families["trawl_frontier_urls"].samples}
+    assert lines == {"fast", "slow", "refresh"}
+    states = {s.labels["state"] for s in families["trawl_sites"].samples}
+    assert {"active", "waiting", "backingOff", "parked", "paused"} <= states
+    for name in ("trawl_politeness_waits", "trawl_fetch_errors", "trawl_trap_hits"):
+        assert name in families
 
 
 def test_busy_listen_address_is_a_one_line_error(served: Served, tmp_path: Path) -> None:

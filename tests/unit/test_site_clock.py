@@ -96,9 +96,47 @@ def test_slow_site_gets_ten_times_response_time() -> None:
     assert fetch(clock, clock.next_allowed_at, 0.25) == 5.0
 
 
-def test_override_only_slows_down() -> None:
+def test_override_replaces_the_configured_gap_above_the_hard_floor() -> None:
     assert fetch(SiteClock(override_delay_s=30.0), T0, 0.125) == 30.0
-    assert fetch(SiteClock(override_delay_s=0.1), T0, 0.0) == 1.0
+    assert fetch(SiteClock(override_delay_s=0.1), T0, 0.0) == 1.0  # never under 1 s
+    slow_config = ClockPolicy(min_delay_s=5.0)
+    assert fetch(SiteClock(override_delay_s=2.0), T0, 0.0, policy=slow_config) == 2.0
+    # The site's own Crawl-delay and its response time still apply under an override.
+    assert fetch(SiteClock(override_delay_s=2.0, crawl_delay_s=4.0), T0, 0.0) == 4.0
+    assert fetch(SiteClock(override_delay_s=2.0), T0, 0.5) == 5.0
+    test_config = ClockPolicy(min_delay_s=0.05, backoff_max_s=1.0)
+    gap = fetch(SiteClock(override_delay_s=0.02), T0, 0.0, policy=test_config)
+    assert gap == pytest.approx(0.05)
+
+
+def test_regap_applies_a_new_gap_to_the_very_next_request() -> None:
+    clock = SiteClock()
+    fetch(clock, T0, 0.0)
+    end = T0
+    assert clock.next_allowed_at == end + 1.0
+    clock.override_delay_s = 10.0
+    clock.regap(POLICY)
+    assert clock.next_allowed_at == end + 10.0
+    clock.override_delay_s = 3.0  # speeding up shortens the current wait too
+    clock.regap(POLICY)
+    assert clock.next_allowed_at == end + 3.0
+    clock.regap(POLICY, restarted_at=end + 2.0)  # a restarted crawl waits a gap from its start
+    assert clock.next_allowed_at == end + 5.0
+
+
+def test_regap_never_shortens_a_backoff_and_needs_a_past_request() -> None:
+    fresh = SiteClock(override_delay_s=30.0)
+    fresh.regap(POLICY)
+    assert fresh.next_allowed_at == 0.0  # nothing fetched yet: the first gap starts later
+    clock = SiteClock()
+    gap = fetch(clock, T0, 0.0, THROTTLED, retry_after_s=600.0)
+    assert gap == 600.0
+    clock.override_delay_s = 2.0
+    clock.regap(POLICY)
+    assert clock.next_allowed_at == T0 + 600.0
+    clock.override_delay_s = 900.0
+    clock.regap(POLICY)
+    assert clock.next_allowed_at == T0 + 900.0
 
 
 def test_starts_are_at_least_gap_apart() -> None:

@@ -72,14 +72,23 @@ def test_taking_more_work_than_queued_is_a_bug() -> None:
         s.take_work("a.test", Line.FAST, 2)
 
 
-def test_delay_moves_a_waiting_site_later_only() -> None:
+def test_move_sets_a_waiting_site_later_or_earlier_but_not_a_busy_one() -> None:
     s = SiteSchedule()
     s.add_work("a.test", Line.SLOW, 1, ready_at=5.0)
-    s.delay("a.test", 3.0)  # earlier: ignored
-    assert s.next_ready_at() == 5.0
-    s.delay("a.test", 8.0)
+    s.move("a.test", 8.0)
     assert pop(s, 6.0) is None
-    assert pop(s, 8.0) == "a.test"
+    s.move("a.test", 3.0)
+    assert s.next_ready_at() == 3.0
+    assert pop(s, 3.0) == "a.test"
+    s.move("a.test", 100.0)  # busy: its release decides
+    s.release("a.test", 4.0)
+    assert pop(s, 4.0) == "a.test"
+    s.move("a.test", 1.0)
+    s.release("a.test", 9.0)
+    s.move("a.test", 2.0)  # moved twice while waiting: the last move counts
+    s.move("a.test", 12.0)
+    assert pop(s, 11.0) is None
+    assert pop(s, 12.0) == "a.test"
 
 
 @given(

@@ -13,19 +13,28 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from trawl import __version__
 from trawl.api.dashboard import dashboard_router
+from trawl.api.metrics import (
+    CONTENT_TYPE,
+    crawl_registry,
+    errors_by_kind,
+    metrics_text,
+    site_counts,
+)
 from trawl.errors import DataError, InvalidUrl
+from trawl.politeness.site_limits import checked_limits
 from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import origin_of, registered_domain, site_of_normalised
+from trawl.urls.registered_domain import origin_of, site_of_normalised
 from trawl.wiring import WARC_DIR
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
     from trawl.model import PageRecord
+    from trawl.politeness.site_state import SiteState
 
 
 _EVENT_POLL_S = 0.2
@@ -44,6 +53,40 @@ class Rejected(BaseModel):
 class SeedResponse(BaseModel):
     queued: int
     rejected: list[Rejected]
+
+
+class LimitsRequest(BaseModel):
+    """The override replaces any earlier one; a field left out is not overridden."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    crawlDelay: float | None = Field(None, description="seconds between requests (>= 1)")
+    maxPagesPerDay: int | None = Field(None, description="pages per UTC day (>= 0)")
+    paused: bool | None = Field(None, description="hand the site to no one")
+
+
+def site_of_host(host: str) -> str:
+    """The registered domain a hostname (or domain) belongs to; 422 when it is none."""
+    name = host.strip().lower().rstrip(".")
+    try:  # through the crawl's own normaliser: IDNA, IP literals and junk as for URLs
+        if not name or any(c in name for c in "/?#@:[]\\"):
+            raise InvalidUrl("a hostname has no '/', '?', '#', '@', ':' or brackets")
+        return site_of_normalised(normalise_url(f"http://{name}/"))
+    except (InvalidUrl, ValueError) as exc:
+        raise HTTPException(422, f"not a hostname: {str(exc)[:300]}") from None
+
+
+def limits_answer(ctx: CrawlContext, state: SiteState) -> dict[str, Any]:
+    """The override and the limits now in force (the override merged with the rest)."""
+    return {
+        "host": state.site,
+        "override": state.limits.to_json() if state.limits else None,
+        "inForce": {
+            "crawlDelay": state.clock.gap_s(ctx.clock_policy),
+            "maxPagesPerDay": state.daily_cap(ctx.trap_policy),
+            "paused": state.paused,
+            "nextAllowedAt": state.clock.next_allowed_at,
+        },
+    }
 
 
 def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
@@ -86,10 +129,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
 
     @app.get("/v1/hosts/{host}", summary="Politeness state of a site (host or domain)")
     async def get_host(host: str) -> dict[str, Any]:
-        try:
-            site = registered_domain(host.strip().lower().rstrip("."))
-        except ValueError as exc:
-            raise HTTPException(422, f"not a hostname: {exc}") from None
+        site = site_of_host(host)
         state = ctx.sites.get(site)
         record = state.to_host_record(ctx.owner) if state else ctx.records.get_host(site)
         if record is None:
@@ -126,10 +166,11 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
                 "slow": sched.queued_slow,
                 "refresh": sched.queued_refresh,
             },
-            "sites": {"known": sched.sites, "busy": sched.busy, "waiting": sched.waiting},
+            "sites": site_counts(ctx),
             "statuses": dict(st.statuses),
             "bytesDownloaded": st.bytes_downloaded,
             "errors": st.errors,
+            "errorsByKind": errors_by_kind(st.statuses),
             "traps": ctx.traps.as_dict(),
             "notModified": st.not_modified,
             "duplicates": st.duplicates,
@@ -159,6 +200,41 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
         return SeedResponse(
             queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
         )
+
+    @app.put(
+        "/v1/hosts/{host}/limits",
+        summary="Override a site's limits from its very next request on (kept across restarts)",
+        dependencies=[Depends(require_token)],
+    )
+    async def put_limits(host: str, request: LimitsRequest) -> dict[str, Any]:
+        site = site_of_host(host)
+        fields = (request.crawlDelay, request.maxPagesPerDay, request.paused)
+        if all(f is None for f in fields):
+            raise HTTPException(
+                422, "name crawlDelay, maxPagesPerDay or paused; DELETE removes the override"
+            )
+        try:
+            limits = checked_limits(
+                *fields[:2], bool(request.paused),
+                now=ctx.clock.now(), min_delay_s=ctx.clock_policy.min_delay_s,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return limits_answer(ctx, ctx.set_site_limits(site, limits))
+
+    @app.delete(
+        "/v1/hosts/{host}/limits",
+        summary="Remove a site's override",
+        dependencies=[Depends(require_token)],
+    )
+    async def delete_limits(host: str) -> dict[str, Any]:
+        return limits_answer(ctx, ctx.set_site_limits(site_of_host(host), None))
+
+    registry = crawl_registry(ctx)
+
+    @app.get("/metrics", summary="Prometheus text format", response_class=Response)
+    async def get_metrics() -> Response:
+        return Response(metrics_text(registry), media_type=CONTENT_TYPE)
 
     app.include_router(dashboard_router(ctx))
     return app

@@ -179,6 +179,10 @@ class Frontier:
     def release_site(self, site: str, ready_at: float) -> None:
         self._schedule.release(site, ready_at)
 
+    def move_site(self, site: str, ready_at: float) -> None:
+        """A waiting site's turn comes at `ready_at` instead (earlier or later)."""
+        self._schedule.move(site, ready_at)
+
     def requeue_expired(self, now: float) -> int:
         expired = self._leases.expired(now)
         for lease in expired:

@@ -131,10 +131,11 @@ class SiteSchedule:
         slot.waiting = False
         self._enqueue(site, slot)
 
-    def delay(self, site: str, ready_at: float) -> None:
-        """Move a waiting (not busy) site's ready time later, e.g. after loading its clock."""
+    def move(self, site: str, ready_at: float) -> None:
+        """Set a waiting (not busy) site's ready time, earlier or later (an operator's
+        override changed its clock); stale heap and FIFO entries are skipped by version."""
         slot = self._slots.get(site)
-        if slot is None or slot.busy or ready_at <= slot.ready_at:
+        if slot is None or slot.busy:
             return
         slot.ready_at = ready_at
         slot.version += 1

@@ -170,10 +170,6 @@ class SiteTrapState:
             factor *= policy.flagged_cap_factor
         return max(1, int(policy.daily_page_cap * factor))
 
-    def check_daily_cap(self, pages_today: int, policy: TrapPolicy) -> TrapReason | None:
-        """DAILY_CAP once `pages_today` has reached the cap, else None."""
-        return TrapReason.DAILY_CAP if pages_today >= self.daily_cap(policy) else None
-
     # -- similarity ---------------------------------------------------------------------
     def note_page(self, fingerprint: int) -> bool:
         """Add a fetched page's simhash; True when this page turns the alarm on.

@@ -8,8 +8,9 @@ always at least that far apart.
 Rules (the hard politeness rule lives here):
 - One request in flight per site; `start` on a clock that is not ready raises, since
   that is a bug in the caller, never a web condition.
-- Normal gap = max(min_delay_s, robots Crawl-delay, operator override,
-  slow_factor x last response time).
+- Normal gap = max(min_delay_s, robots Crawl-delay, slow_factor x last response time),
+  where an operator override (politeness.site_limits) takes min_delay_s's place but never
+  goes under the hard floor of 1 s (or a test configuration's lower min_delay_s).
 - THROTTLED (429/503), SERVER_ERROR (other 5xx) and NETWORK_ERROR widen the gap
   exponentially: min(backoff_max_s, gap x backoff_factor**failures), never below the
   normal gap. A Retry-After is obeyed exactly (RFC 9110 10.2.3). Any OK answer resets.
@@ -117,8 +118,9 @@ class SiteClock:
     avg_response_ms: float = 0.0  # EWMA of response times, for the host record
     consecutive_failures: int = 0
     error_count: int = 0  # failures ever, for the host record's errorCount
-    override_delay_s: float | None = None  # operator's per-site gap; can only slow down
+    override_delay_s: float | None = None  # operator's per-site gap (site_limits)
     parked_until: float | None = None
+    last_finished_at: float | None = None  # end of the last exchange: a new gap's origin
 
     def is_ready(self, now: float) -> bool:
         """May a request to this site start at `now`?"""
@@ -134,12 +136,32 @@ class SiteClock:
 
     def gap_s(self, policy: ClockPolicy) -> float:
         """The normal gap between requests, before any backoff."""
+        base = policy.min_delay_s
+        if self.override_delay_s is not None:
+            base = max(self.override_delay_s, min(1.0, policy.min_delay_s))
         return max(
-            policy.min_delay_s,
+            base,
             self.crawl_delay_s or 0.0,
-            self.override_delay_s or 0.0,
             policy.slow_factor * (self.last_response_s or 0.0),
         )
+
+    def regap(self, policy: ClockPolicy, restarted_at: float | None = None) -> None:
+        """Apply a changed gap (an operator override) to the very next request.
+
+        A longer gap moves `next_allowed_at` out at once. A shorter one shortens the current
+        wait only when nothing else set it (a backoff, a park): then the wait was exactly
+        the old gap from the last exchange's end, and becomes the new one.
+        """
+        if self.last_finished_at is None:
+            return
+        gap = self.gap_s(policy)
+        earliest = self.last_finished_at + gap
+        if restarted_at is not None:  # a request may have followed the last checkpoint
+            earliest = max(earliest, restarted_at + gap)
+        if self.consecutive_failures == 0 and self.parked_until is None:
+            self.next_allowed_at = earliest
+        else:
+            self.next_allowed_at = max(self.next_allowed_at, earliest)
 
     def finish(
         self,
@@ -162,6 +184,7 @@ class SiteClock:
             raise ValueError(f"finish needs finite times, got now={now!r} {response_s=!r}")
         response_s = max(0.0, response_s)
         self.in_flight = False
+        self.last_finished_at = now
         self._record_response(response_s)
         gap = self.gap_s(policy)
         if outcome is FetchOutcome.OK:
@@ -210,6 +233,7 @@ class SiteClock:
             "error_count": self.error_count,
             "override_delay_s": self.override_delay_s,
             "parked_until": self.parked_until,
+            "last_finished_at": self.last_finished_at,
         }
 
     @classmethod
@@ -229,6 +253,7 @@ class SiteClock:
                 error_count=_integer(data, "error_count"),
                 override_delay_s=_optional_number(data, "override_delay_s"),
                 parked_until=_optional_number(data, "parked_until"),
+                last_finished_at=_optional_number(data, "last_finished_at"),
             )
         except (KeyError, TypeError) as exc:
             raise DataError(f"site clock checkpoint is damaged: {exc!s}") from exc

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from trawl.errors import DataError
 from trawl.frontier.traps import SiteTrapState, TrapPolicy
 from trawl.politeness.robots import RobotsRules, RobotsStatus
-from trawl.politeness.site_clock import SiteClock
+from trawl.politeness.site_clock import ClockPolicy, SiteClock
+from trawl.politeness.site_limits import SiteLimits
 
 _SECONDS_PER_DAY = 86400
 _RECENT_ERRORS = 10
@@ -32,6 +33,25 @@ class SiteState:
     sitemap_day: int = 0  # epoch day the sitemap counters count
     sitemap_files: int = 0
     sitemap_urls: int = 0
+    limits: SiteLimits | None = None  # the operator's override
+
+    def set_limits(
+        self, limits: SiteLimits | None, policy: ClockPolicy, restarted_at: float | None = None
+    ) -> None:
+        """Put an override in force (None removes it) from the very next request on."""
+        self.limits = limits
+        self.clock.override_delay_s = limits.crawl_delay_s if limits else None
+        self.clock.regap(policy, restarted_at)
+
+    @property
+    def paused(self) -> bool:
+        return self.limits is not None and self.limits.paused
+
+    def daily_cap(self, policy: TrapPolicy) -> int:
+        """Pages this site may get today: the operator's number, else the traps' formula."""
+        if self.limits is not None and self.limits.max_pages_per_day is not None:
+            return self.limits.max_pages_per_day
+        return self.traps.daily_cap(policy)
 
     def note_content(self, *, is_copy: bool) -> None:
         if is_copy:
@@ -101,6 +121,7 @@ class SiteState:
                 "files": self.sitemap_files,
                 "urls": self.sitemap_urls,
             },
+            "override": self.limits.to_json() if self.limits else None,
         }
 
     @classmethod
@@ -136,6 +157,9 @@ class SiteState:
             counts += [sitemaps.get(k, 0) for k in ("day", "files", "urls")]
             if not all(isinstance(n, int) for n in counts):
                 raise TypeError("copies, mainCopies or sitemaps counters are not integers")
+            override = record.get("override")
+            # The floor was checked when it was set; the clock enforces it again on use.
+            limits = None if override is None else SiteLimits.from_json(override, 0.0)
             return cls(
                 site=site,
                 clock=SiteClock.from_json(clock_data),
@@ -149,6 +173,7 @@ class SiteState:
                 sitemap_day=int(counts[2]),  # type: ignore[call-overload]
                 sitemap_files=int(counts[3]),  # type: ignore[call-overload]
                 sitemap_urls=int(counts[4]),  # type: ignore[call-overload]
+                limits=limits,
             )
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, DataError) as exc:
             raise DataError(f"host record of {site!r} is damaged: {exc}") from None

@@ -1,0 +1,223 @@
+"""Endpoint latencies of `trawl serve` while it crawls hard, against the same process idle.
+
+    python -m bench.api_latency [--sites 2000] [--pages 50] [--warmup 20] [--requests 200]
+
+Serves the bench web farm (nginx, as bench.speed) and runs `trawl serve` on it. After
+`--warmup` seconds of crawling, every endpoint is asked `--requests` times, one after
+another on a kept-alive connection, and p50/p95/p99/max are recorded: that is the "busy"
+column. Then every site is paused through the API itself (PUT /v1/hosts/{host}/limits),
+the crawl drains, and the same requests are made again: the "idle" baseline of the same
+process, data and database size. The ratio busy/idle is the figure to compare across runs;
+the absolute numbers depend on the machine and its load. Results go to
+bench/results/api-latency.json. Traffic: loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+from bench.runinfo import describe_run
+from bench.webfarm.generate import generate_web
+from bench.webfarm.nginx import Nginx
+
+RESULTS = Path(__file__).parent / "results" / "api-latency.json"
+TOKEN = "bench-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Api:
+    """One kept-alive HTTP/1.1 connection to the API."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, bytes, float]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        start = time.perf_counter()
+        self.conn.request(method, path, body=data, headers=headers)
+        response = self.conn.getresponse()
+        payload = response.read()
+        return response.status, payload, time.perf_counter() - start
+
+    def json(self, path: str) -> object:
+        status, payload, _ = self.call("GET", path)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status} {payload[:200]!r}")
+        return json.loads(payload)
+
+
+def wait_until_up(api: Api, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("trawl serve exited at start")
+        try:
+            api.json("/v1/stats")
+            return
+        except (OSError, http.client.HTTPException):
+            api.conn.close()
+            time.sleep(0.3)
+    raise RuntimeError("trawl serve did not answer")
+
+
+def endpoints(api: Api, seeds: list[str]) -> dict[str, tuple[str, str, object]]:
+    """Name -> (method, path, body), built from what the crawl has stored so far."""
+    events = api.json("/v1/events?from=0&limit=50")
+    if not isinstance(events, dict) or not events["events"]:
+        raise RuntimeError("the crawl stored nothing during the warm-up")
+    page = events["events"][-1]
+    site = urllib.parse.urlsplit(seeds[0]).hostname or ""
+    paths = set(api.json("/openapi.json")["paths"])  # type: ignore[index]
+    out: dict[str, tuple[str, str, object]] = {
+        "GET /v1/pages/{urlHash}": ("GET", f"/v1/pages/{page['urlHash']}", None),
+        "GET /v1/pages/{urlHash}/body": ("GET", f"/v1/pages/{page['urlHash']}/body", None),
+        "GET /v1/pages?url=": ("GET", "/v1/pages?url=" + urllib.parse.quote(page["url"]), None),
+        "GET /v1/hosts/{host}": ("GET", f"/v1/hosts/{site}", None),
+        "GET /v1/events (100)": ("GET", "/v1/events?from=0&limit=100", None),
+        "GET /v1/stats": ("GET", "/v1/stats", None),
+        "GET /metrics": ("GET", "/metrics", None),
+        "POST /v1/seeds (1 URL)": ("POST", "/v1/seeds", {"urls": [seeds[0]]}),
+        "PUT /v1/hosts/{host}/limits": ("PUT", f"/v1/hosts/{site}/limits", {"crawlDelay": 1}),
+    }
+    if "/v1/stats/history" in paths:
+        out["GET /v1/stats/history"] = ("GET", "/v1/stats/history", None)
+    if "/v1/sites" in paths:
+        out["GET /v1/sites"] = ("GET", "/v1/sites?sort=troubled&limit=20", None)
+    out["GET / (dashboard)"] = ("GET", "/", None)
+    return out
+
+
+def measure(api: Api, plan: dict[str, tuple[str, str, object]], n: int) -> dict[str, dict]:
+    figures: dict[str, dict] = {}
+    for name, (method, path, body) in plan.items():
+        times = []
+        for _ in range(n):
+            status, payload, seconds = api.call(method, path, body)
+            if status != 200:
+                raise RuntimeError(f"{name}: {status} {payload[:200]!r}")
+            times.append(seconds * 1000)
+        q = statistics.quantiles(times, n=100)
+        figures[name] = {
+            "p50_ms": round(q[49], 2),
+            "p95_ms": round(q[94], 2),
+            "p99_ms": round(q[98], 2),
+            "max_ms": round(max(times), 2),
+        }
+    return figures
+
+
+def pause_everything(api: Api, sites: list[str]) -> float:
+    start = time.perf_counter()
+    for site in sites:
+        status, payload, _ = api.call("PUT", f"/v1/hosts/{site}/limits", {"paused": True})
+        if status != 200:
+            raise RuntimeError(f"pause {site}: {status} {payload[:200]!r}")
+    return time.perf_counter() - start
+
+
+def run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
+    root = args.web
+    spec = generate_web(root, n_sites=args.sites, pages_per_site=args.pages)
+    seeds_file = tmp / "seeds.txt"
+    seeds_file.write_text("\n".join(spec.seeds) + "\n")
+    (tmp / "token").write_text(TOKEN)
+    port = free_port()
+    command = [
+        sys.executable, "-m", "trawl", "serve", "--seeds-file", str(seeds_file),
+        "--data", str(tmp / "data"), "--hosts-file", str(spec.hosts_file),
+        "--contact", "https://trawl.invalid/bench", "--listen", f"127.0.0.1:{port}",
+        "--token-file", str(tmp / "token"), "--max-time", str(args.warmup + 600),
+    ]  # fmt: skip
+    with Nginx(root, spec, access_log=tmp / "access.jsonl"):
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            api = Api(port)
+            wait_until_up(api, proc)
+            time.sleep(args.warmup)
+            plan = endpoints(api, spec.seeds)
+            before = api.json("/v1/stats")
+            t0 = time.monotonic()
+            busy = measure(api, plan, args.requests)
+            after = api.json("/v1/stats")
+            busy_rate = (after["pagesFetched"] - before["pagesFetched"]) / (  # type: ignore[index]
+                time.monotonic() - t0
+            )
+            domains = sorted({s.domain for s in spec.sites})
+            pause_s = pause_everything(api, domains)
+            time.sleep(5)  # requests in flight drain
+            idle = measure(api, plan, args.requests)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"trawl serve exited {proc.returncode}: {err[-2000:]!r}")
+    return {
+        "busy": busy,
+        "idle": idle,
+        "crawl_pages_per_s_while_measuring": round(busy_rate, 1),
+        "pause_all_sites_s": round(pause_s, 2),
+        "sites_paused": len(domains),
+    }
+
+
+def report(result: dict[str, object]) -> str:
+    busy, idle = result["busy"], result["idle"]
+    assert isinstance(busy, dict)
+    assert isinstance(idle, dict)
+    lines = [
+        "| endpoint | busy p50 ms | busy p95 ms | busy p99 ms | idle p50 ms | p50 busy/idle |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, b in busy.items():
+        i = idle[name]
+        ratio = b["p50_ms"] / max(i["p50_ms"], 1e-6)
+        lines.append(
+            f"| {name} | {b['p50_ms']} | {b['p95_ms']} | {b['p99_ms']} | {i['p50_ms']} "
+            f"| {ratio:.1f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sites", type=int, default=2000)  # bench.speed's web: it is reused
+    p.add_argument("--pages", type=int, default=50)
+    p.add_argument("--warmup", type=float, default=20.0, help="crawl seconds before measuring")
+    p.add_argument("--requests", type=int, default=200, help="requests per endpoint and phase")
+    p.add_argument("--web", type=Path, default=Path("/tmp/trawl-bench-web"))
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="trawl-api-latency-") as tmp:
+        result = run(args, Path(tmp))
+    meta = {**describe_run(), "sites": args.sites, "pages": args.pages, "warmup_s": args.warmup}
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"meta": meta, **result}, indent=1))
+    print(report(result))
+    print(
+        f"\ncrawl while measuring: {result['crawl_pages_per_s_while_measuring']} pages/s; "
+        f"pausing {result['sites_paused']} sites over the API took {result['pause_all_sites_s']} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
