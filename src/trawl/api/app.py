@@ -24,6 +24,7 @@ from trawl.api.metrics import (
     metrics_text,
     site_counts,
 )
+from trawl.api.stats_history import StatsHistory
 from trawl.errors import DataError, InvalidUrl
 from trawl.politeness.site_limits import checked_limits
 from trawl.store.warc import read_record
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 
 _EVENT_POLL_S = 0.2
+RATE_WINDOW_S = 10.0  # "pages/s now" is over about this long
+MAX_OFFSET = 2**63 - 1  # SQLite's largest integer
 
 
 class SeedRequest(BaseModel):
@@ -138,7 +141,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
 
     @app.get("/v1/events", summary="page.fetched events from an offset (long-poll with wait)")
     async def get_events(
-        from_offset: Annotated[int, Query(alias="from", ge=0)] = 0,
+        from_offset: Annotated[int, Query(alias="from", ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         wait: Annotated[float, Query(ge=0, le=60)] = 0.0,
     ) -> dict[str, Any]:
@@ -152,6 +155,8 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
         next_offset = events[-1].offset + 1 if events else from_offset
         return {"events": items, "next": next_offset}
 
+    history = StatsHistory()  # sampled by the dashboard router's lifespan
+
     @app.get("/v1/stats", summary="The crawl at a glance")
     async def get_stats() -> dict[str, Any]:
         st = ctx.stats
@@ -160,6 +165,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
         return {
             "pagesFetched": st.pages_fetched,
             "pagesStored": st.pages_stored,
+            "pagesPerSecondNow": history.pages_per_second(RATE_WINDOW_S),
             "pagesPerSecondOverall": st.pages_fetched / elapsed,
             "frontier": {
                 "fast": sched.queued_fast,
@@ -236,7 +242,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
     async def get_metrics() -> Response:
         return Response(metrics_text(registry), media_type=CONTENT_TYPE)
 
-    app.include_router(dashboard_router(ctx))
+    app.include_router(dashboard_router(ctx, history))
     return app
 
 

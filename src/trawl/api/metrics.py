@@ -16,6 +16,8 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
+from trawl.api.stats_history import STATUS_CLASSES, count_by_class
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
@@ -28,15 +30,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 def status_classes(statuses: Mapping[str, int]) -> dict[str, int]:
     """Page fetches by class: "2xx".."5xx", "error" (no answer), "other"."""
-    out = dict.fromkeys(("2xx", "3xx", "4xx", "5xx", "error", "other"), 0)
-    for key, n in statuses.items():
-        if key.startswith("error:"):
-            out["error"] += n
-        elif key.isdigit() and 1 <= int(key) // 100 <= 5:
-            out[f"{int(key) // 100}xx"] += n
-        elif key.isdigit():
-            out["other"] += n
-    return out
+    return dict(zip(STATUS_CLASSES, count_by_class(statuses), strict=True))
 
 
 def errors_by_kind(statuses: Mapping[str, int]) -> dict[str, int]:

@@ -73,8 +73,9 @@ def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str | Non
 
 async def serve_api(ctx: CrawlContext, sock: socket.socket, token: str | None) -> None:
     """Serve the API on `sock` until the crawl stops."""
+    # lifespan "on": the dashboard samples the crawl for as long as the app runs.
     config = uvicorn.Config(
-        build_app(ctx, token), log_level="warning", access_log=False, lifespan="off"
+        build_app(ctx, token), log_level="warning", access_log=False, lifespan="on"
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -1,0 +1,212 @@
+"""The live dashboard of `trawl serve`, in a real headless Chromium (Debian's `chromium` and
+`chromium-driver`, which .ci/run installs), on a real crawl of the local test web.
+
+The browser runs with the network otherwise gone: every name but 127.0.0.1 fails to resolve
+and every non-loopback request goes to a dead proxy. So a dashboard that drew anything
+needed nothing but trawl, and the browser's own network log must show only loopback URLs.
+A screenshot goes to $TRAWL_ARTIFACTS (default: artifacts/ in the repository).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.wait import WebDriverWait
+from tests.e2e.serve_support import Served, free_port, get_json, http_get, run_serve
+
+from trawl.testweb.process import TestWebProcess
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+REPO = Path(__file__).resolve().parents[2]
+CHARTS = ("chart-rate", "chart-status", "chart-frontier", "chart-turns")
+WAIT_S = 40
+
+# What the page shows once it has data: read in one script, so the test waits on one value.
+PAGE_STATE_JS = """
+const charts = {};
+for (const id of arguments[0]) {
+  const el = document.getElementById(id);
+  charts[id] = {points: Number(el.dataset.points), max: Number(el.dataset.max),
+                canvases: el.querySelectorAll("canvas").length};
+}
+const rows = (id) => document.querySelectorAll(`#${id} tbody tr:not(.empty)`).length;
+return {ready: document.body.dataset.ready === "1", charts,
+        busy: rows("busy"), troubled: rows("troubled"),
+        fetched: document.getElementById("t-fetched").textContent,
+        live: document.getElementById("live").className};
+"""
+
+
+@dataclass
+class LoadedDashboard:
+    served: Served
+    page: dict[str, Any]  # PAGE_STATE_JS's answer once the charts had data
+    request_urls: list[str]  # every URL the browser asked for, from its network log
+    console_errors: list[str]
+    screenshot: Path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("dashboard")
+    with (
+        TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web,
+        run_serve(web, tmp) as served,
+    ):
+        yield served
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (.ci/run does it)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    dead_proxy = f"127.0.0.1:{free_port()}"  # nothing listens there: no way out
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--window-size=1440,1000", "--hide-scrollbars", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-default-apps", "--disable-extensions",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        f"--proxy-server=http://{dead_proxy}",  # loopback bypasses proxies by default
+    ):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    # An explicit driver path: Selenium Manager (which downloads drivers) never runs.
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=subprocess.DEVNULL)
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def loaded(served: Served, browser: webdriver.Chrome) -> LoadedDashboard:
+    browser.get(served.base + "/")
+    page: dict[str, Any] = {}
+
+    def has_data(driver: webdriver.Chrome) -> bool:
+        page.update(driver.execute_script(PAGE_STATE_JS, CHARTS))
+        charts = page["charts"]
+        return bool(
+            page["ready"]
+            and all(charts[c]["max"] > 0 and charts[c]["points"] >= 2 for c in CHARTS[:3])
+            and page["busy"]
+            and page["troubled"]
+        )
+
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        has_data, f"the dashboard showed no data in {WAIT_S} s: {page}"
+    )
+    # A few more polls, so the screenshot shows lines rather than their first two points.
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        lambda d: d.execute_script(PAGE_STATE_JS, CHARTS)["charts"][CHARTS[0]]["points"] >= 6
+    )
+    screenshot = save_screenshot(browser)
+    urls = [
+        message["params"]["request"]["url"]
+        for entry in browser.get_log("performance")
+        if (message := json.loads(entry["message"])["message"])["method"]
+        == "Network.requestWillBeSent"
+    ]
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    return LoadedDashboard(served, page, urls, errors, screenshot)
+
+
+def save_screenshot(driver: webdriver.Chrome) -> Path:
+    """The whole page as a PNG in $TRAWL_ARTIFACTS (default: artifacts/ in the repository)."""
+    height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+    metrics = {"width": 1440, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    # Let the charts follow the resize (a ResizeObserver) and the next poll land.
+    driver.execute_script("return new Promise((done) => setTimeout(done, 600))")
+    directory = Path(os.environ.get("TRAWL_ARTIFACTS") or REPO / "artifacts")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "dashboard.png"
+    assert driver.save_screenshot(str(path)), f"no screenshot written to {path}"
+    return path
+
+
+def test_charts_show_the_crawl(loaded: LoadedDashboard) -> None:
+    charts = loaded.page["charts"]
+    for chart in CHARTS:
+        assert charts[chart]["canvases"] >= 1, chart  # uPlot drew it
+    assert charts["chart-rate"]["max"] > 0  # pages/s
+    assert charts["chart-status"]["max"] > 0  # pages per interval by status class
+    assert charts["chart-frontier"]["max"] > 0  # URLs queued
+    assert charts["chart-turns"]["max"] > 0  # site turns (discovery, at the start)
+    assert loaded.page["live"] == "live ok"
+    assert int(loaded.page["fetched"].replace(",", "")) > 0
+    assert loaded.screenshot.stat().st_size > 10_000
+    assert loaded.console_errors == []
+
+
+def test_site_tables_have_rows(loaded: LoadedDashboard) -> None:
+    assert loaded.page["busy"] >= 1
+    # The test web's robots-503 site: its robots.txt failure backs the site off.
+    assert loaded.page["troubled"] >= 1
+
+
+def test_the_page_asks_nothing_of_any_host_but_trawl(loaded: LoadedDashboard) -> None:
+    assert loaded.request_urls, "the browser's network log is empty"
+    outside = [u for u in loaded.request_urls if not is_loopback(u)]
+    assert outside == []
+    asked = {urllib.parse.urlsplit(u).path for u in loaded.request_urls}
+    assert {"/", "/static/uPlot.iife.min.js", "/static/dashboard.js", "/v1/stats/history"} <= asked
+
+
+def is_loopback(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "data":
+        return True
+    try:
+        return ipaddress.ip_address(parts.hostname or "").is_loopback
+    except ValueError:
+        return False
+
+
+def test_static_files_name_no_outside_url() -> None:
+    """Beyond what one page load asks for: no file the page may use names another host."""
+    static = REPO / "src" / "trawl" / "api" / "static"
+    assets = [p for p in static.iterdir() if p.suffix in {".html", ".js", ".css"}]
+    assert len(assets) >= 5
+    for path in assets:
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"^/\*!.*?\*/", "", text, flags=re.DOTALL)  # a vendored file's banner
+        assert re.findall(r"(?:[a-z]+:)?//[\w.-]+\.[a-z]{2,}", text, flags=re.IGNORECASE) == []
+
+
+def test_history_and_sites_json(served: Served) -> None:
+    rows = get_json(served.base, "/v1/stats/history")["rows"]
+    assert len(rows) >= 2
+    assert [r["at"] for r in rows] == sorted(r["at"] for r in rows)
+    assert sum(r["pagesPerSecond"] * r["intervalS"] for r in rows) > 0
+    newer = get_json(served.base, f"/v1/stats/history?since={rows[-2]['at']}")["rows"]
+    assert newer[0]["at"] == rows[-1]["at"]
+    busy = get_json(served.base, "/v1/sites?sort=busy&limit=3")
+    assert 1 <= len(busy) <= 3
+    assert busy == sorted(busy, key=lambda s: (s["pagesToday"], s["queueLength"]), reverse=True)
+    assert isinstance(get_json(served.base, "/v1/errors?limit=5"), list)
+    for bad in ("/v1/sites?sort=loud", "/v1/sites?limit=0", "/v1/sites?limit=x",
+                "/v1/stats/history?since=nan", "/v1/stats/history?since=-1",
+                "/v1/errors?limit=1001"):  # fmt: skip
+        assert http_get(served.base, bad)[0] == 422, bad
+    assert http_get(served.base, "/static/..%2Fdashboard.py")[0] == 404
+    assert http_get(served.base, "/static/missing.js")[0] == 404

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from trawl.api.site_ranking import (
+    busiest,
+    most_troubled,
+    parse_recent_error,
+    recent_errors,
+    site_condition,
+    site_row,
+)
+from trawl.politeness.site_clock import ClockPolicy, FetchOutcome
+from trawl.politeness.site_state import SiteState
+
+NOW = 86400.0 * 20000 + 3600.0  # an hour into an epoch day
+POLICY = ClockPolicy(park_after_failures=3, park_s=600.0)
+
+
+def site(name: str, pages: int = 0, failures: int = 0, ok_after: bool = False) -> SiteState:
+    state = SiteState(name)
+    for _ in range(pages):
+        state.count_page(NOW - 60)
+    t = NOW - 100.0
+    outcomes = [FetchOutcome.SERVER_ERROR] * failures + [FetchOutcome.OK] * ok_after
+    for outcome in outcomes:
+        state.clock.next_allowed_at = t  # the test drives the clock, not its gaps
+        state.clock.parked_until = None
+        state.clock.start(t)
+        state.clock.finish(t + 0.1, 0.1, outcome, policy=POLICY)
+        t += 1.0
+    return state
+
+
+def no_queue(site: str) -> int:
+    return 0
+
+
+def test_busiest_ranks_by_pages_today_then_queue_and_leaves_out_idle_sites() -> None:
+    sites = [site("a.test", 2), site("b.test", 5), site("c.test", 2), site("idle.test")]
+    queues = {"c.test": 7, "a.test": 1}
+    rows = busiest(sites, NOW, lambda s: queues.get(s, 0), limit=10)
+    assert [r["host"] for r in rows] == ["b.test", "c.test", "a.test"]
+    assert rows[1]["queueLength"] == 7
+    assert [r["host"] for r in busiest(sites, NOW, no_queue, limit=1)] == ["b.test"]
+
+
+def test_yesterdays_pages_do_not_make_a_site_busy() -> None:
+    assert busiest([site("a.test", 3)], NOW + 86400.0, no_queue, limit=5) == []
+
+
+def test_most_troubled_puts_parked_sites_first_and_skips_healthy_ones() -> None:
+    sites = [
+        site("healthy.test", 4),
+        site("recovered.test", failures=2, ok_after=True),
+        site("failing.test", failures=2),
+        site("parked.test", failures=3),
+    ]
+    rows = most_troubled(sites, NOW, no_queue, limit=10)
+    assert [r["host"] for r in rows] == ["parked.test", "failing.test", "recovered.test"]
+    assert [r["state"] for r in rows] == ["parked", "backingOff", "ok"]
+    assert rows[0]["parkedUntil"] is not None
+
+
+def test_recent_errors_are_newest_first_across_sites_and_skip_damaged_entries() -> None:
+    a, b = SiteState("a.test"), SiteState("b.test")
+    a.note_error(10.0, "http://a.test/1", "timeout")
+    b.note_error(30.0, "http://b.test/x y", "503")
+    a.note_error(20.0, "http://a.test/2", "reset")
+    b.recent_errors += ["garbage", "nan kind http://b.test/", "12 no-url"]
+    rows = recent_errors([a, b], limit=2)
+    assert rows == [
+        {"at": 30.0, "host": "b.test", "kind": "503", "url": "http://b.test/x y"},
+        {"at": 20.0, "host": "a.test", "kind": "reset", "url": "http://a.test/2"},
+    ]
+
+
+def test_parse_recent_error() -> None:
+    parsed = parse_recent_error("12.5 timeout http://a.test/ b")
+    assert parsed == (12.5, "timeout", "http://a.test/ b")
+    for damaged in ("", "12.5 timeout", "x timeout http://a.test/", "inf dns http://a.test/"):
+        assert parse_recent_error(damaged) is None
+
+
+def test_site_row_names_the_last_error() -> None:
+    state = site("a.test", 1)
+    state.note_error(NOW - 5, "http://a.test/z", "dns")
+    row = site_row(state, NOW, 4)
+    assert row["lastError"] == {"at": NOW - 5, "kind": "dns", "url": "http://a.test/z"}
+    assert (row["pagesToday"], row["queueLength"], row["state"]) == (1, 4, "ok")
+
+
+def test_site_condition_shows_a_request_in_flight() -> None:
+    state = SiteState("a.test")
+    state.clock.start(NOW)
+    assert site_condition(state.clock.stats(), NOW) == "fetching"
