@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 import uvloop
 
 from trawl import __version__
+from trawl.api.client import post_seeds
 from trawl.api.serve import DEFAULT_LISTEN, bind_listener, read_token, serve_api
 from trawl.config import Settings, load_settings, with_overrides
 from trawl.crawl import Crawler
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file holding the operator token for write endpoints (or TRAWL_API_TOKEN)",
     )
     p.set_defaults(func=cmd_serve)
+    add_seed_parser(sub)
     demo.add_parser(sub)
     readback.add_parsers(sub)
     return parser
@@ -240,6 +242,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
         run_crawl(settings, args.data, seeds, sys.stderr, is_tty=False, serve=serve)
     )
     print_summary(summary, sys.stdout)
+    return 0
+
+
+def add_seed_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("seed", help="add seeds to a running `trawl serve` through its API")
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    p.add_argument("--api", required=True, metavar="URL", help=f"e.g. http://{DEFAULT_LISTEN}")
+    p.add_argument(
+        "--priority",
+        choices=("high", "normal", "low"),
+        default="normal",
+        help="the API's seed priority (default normal; low waits in the slow line)",
+    )
+    p.add_argument(
+        "--token-file", type=Path, help="file holding the operator token (or TRAWL_API_TOKEN)"
+    )
+    p.set_defaults(func=cmd_seed)
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    """`trawl seed`: POST /v1/seeds; prints what was queued and each rejection's reason."""
+    urls = [raw for raw, _ in read_seeds(args.urls, args.seeds_file)]
+    if not urls:
+        raise UsageError("no seed URLs: give them as arguments or with --seeds-file")
+    answer = post_seeds(args.api, urls, args.priority, read_token(args.token_file, os.environ))
+    rejected = answer["rejected"]
+    known = len(urls) - answer["queued"] - len(rejected)
+    print(
+        f"queued {answer['queued']} of {len(urls)} URLs ({known} already known, "
+        f"{len(rejected)} rejected)"
+    )
+    for item in rejected:
+        print(f"rejected {item.get('url')!r}: {item.get('reason')}")
     return 0
 
 

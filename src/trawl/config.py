@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
 
 from trawl.errors import ConfigError
+from trawl.fetch.ssrf import parse_networks
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -164,6 +165,7 @@ class NetworkSettings:
     hosts_file: str = ""
     dns_server: str = ""
     allow_private: bool = False
+    allow_networks: tuple[str, ...] = ()  # CIDRs; when set, no other address is connected to
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,7 @@ class Settings:
             raise ConfigError("dedup.near_max_distance must be between 0 and 3")
         if not -1 <= self.storage.warc_compress_level <= 3:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
+        parse_networks(self.network.allow_networks, "network.allow_networks")
         return self
 
 

@@ -73,4 +73,3 @@ class Crawler:
                 await self._wakeup.wait()
         except TimeoutError:
             pass
-

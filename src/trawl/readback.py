@@ -1,6 +1,7 @@
 """Read-back commands: `trawl pages`, `trawl events`, `trawl page`, `trawl host`.
 
-They open the database read-only, so they can run beside a live crawl.
+They open the database read-only, so they can run beside a live crawl. `trawl events --api`
+reads the same events from a running `trawl serve` instead, on this or another machine.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trawl.api.client import follow_events
 from trawl.errors import DataError, InvalidUrl, UsageError
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
@@ -22,6 +24,8 @@ from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
+    from typing import Any
 
     from trawl.model import PageRecord
 
@@ -43,18 +47,32 @@ def cmd_pages(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    records = _records(args.data)
-    offset = args.from_offset
+    if args.api is not None:
+        events = follow_events(args.api, args.from_offset, args.follow)
+    else:
+        events = _local_events(args.data, args.from_offset, args.follow)
+    try:
+        for event in events:
+            _print_json(event)
+            if args.follow:
+                sys.stdout.flush()  # a reader downstream sees each event as it comes
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C is how a follow ends: the shell's status for SIGINT, no traceback
+    return 0
+
+
+def _local_events(data: Path, from_offset: int, follow: bool) -> Iterator[dict[str, Any]]:
+    records = _records(data)
+    offset = from_offset
     while True:
         batch = records.read_events(offset, 1000)
         for event in batch:
-            _print_json(event.to_json())
+            yield event.to_json()
             offset = event.offset + 1
         if batch:
-            sys.stdout.flush()
             continue
-        if not args.follow:
-            return 0
+        if not follow:
+            return
         time.sleep(0.5)
 
 
@@ -99,7 +117,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
     p.set_defaults(func=cmd_pages)
     p = sub.add_parser("events", help="print page.fetched events as JSON lines")
-    p.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
+    source.add_argument("--api", metavar="URL", help="read them from a `trawl serve` API instead")
     p.add_argument("--from", dest="from_offset", type=int, default=0, help="first offset")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     p.set_defaults(func=cmd_events)

@@ -23,6 +23,7 @@ from trawl.crawl_context import CrawlContext
 from trawl.errors import ConfigError, DataError, InvalidUrl
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
+from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.frontier import Frontier
 from trawl.frontier.traps import TrapPolicy
 from trawl.link_scores import LinkScores
@@ -129,6 +130,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         user_agent=ua,
         resolver=resolver,
         allow_private=net.allow_private,
+        allow_networks=parse_networks(net.allow_networks, "network.allow_networks"),
         total_timeout_s=f.total_timeout_s,
         max_body_bytes=f.max_body_bytes,
         max_decoded_bytes=f.max_decoded_bytes,

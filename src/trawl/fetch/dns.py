@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
+    from trawl.fetch.ssrf import IPNetwork
+
 
 def _normalise_host(host: str) -> str:
     return host.strip().rstrip(".").lower()
@@ -356,9 +358,16 @@ class AiohttpResolver(AbstractResolver):
     FetchError("dns").
     """
 
-    def __init__(self, resolver: CachingResolver, *, allow_private: bool) -> None:
+    def __init__(
+        self,
+        resolver: CachingResolver,
+        *,
+        allow_private: bool,
+        allow_networks: Sequence[IPNetwork] = (),
+    ) -> None:
         self._resolver = resolver
         self._allow_private = allow_private
+        self._allow_networks = tuple(allow_networks)
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -369,7 +378,11 @@ class AiohttpResolver(AbstractResolver):
         else:
             ip = await self._resolver.resolve(host)
         check_address(
-            host, ip, mapped=self._resolver.is_mapped(host), allow_private=self._allow_private
+            host,
+            ip,
+            mapped=self._resolver.is_mapped(host),
+            allow_private=self._allow_private,
+            allow_networks=self._allow_networks,
         )
         addr_family = socket.AF_INET6 if ":" in ip else socket.AF_INET
         return [

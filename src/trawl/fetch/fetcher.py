@@ -5,7 +5,8 @@ How this works:
   *before* connecting, then pins that (host, ip) in a context variable that the connector's
   resolver (`AiohttpResolver`, with aiohttp's own DNS cache off) answers from, so aiohttp
   connects to exactly the address that was checked. IP-literal URLs never reach aiohttp's
-  resolver, which is another reason the check happens here.
+  resolver, which is another reason the check happens here. Both checks are given the same
+  rules, `allow_networks` included.
 - One `asyncio.timeout(total_timeout_s)` covers queueing for a connection, connect, headers
   and body: a total deadline, so a server dripping one byte a second is cut at the deadline.
 - aiohttp does not decompress (`auto_decompress=False`); the raw body is counted against
@@ -39,10 +40,11 @@ from trawl.fetch.ssrf import check_address
 from trawl.model import FetchResult
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from types import TracebackType
 
     from trawl.fetch.dns import CachingResolver
+    from trawl.fetch.ssrf import IPNetwork
 
 MIB = 1024 * 1024
 DEFAULT_STORED_TYPES = ("text/html", "application/xhtml+xml")
@@ -181,6 +183,7 @@ class Fetcher:
         user_agent: str,
         resolver: CachingResolver,
         allow_private: bool = False,
+        allow_networks: Sequence[IPNetwork] = (),
         total_timeout_s: float = 10.0,
         max_body_bytes: int = 10 * MIB,
         max_decoded_bytes: int = 50 * MIB,
@@ -192,6 +195,7 @@ class Fetcher:
         self.user_agent = user_agent
         self.resolver = resolver
         self.allow_private = allow_private
+        self.allow_networks = tuple(allow_networks)
         self.total_timeout_s = total_timeout_s
         self.max_body_bytes = max_body_bytes
         self.max_decoded_bytes = max_decoded_bytes
@@ -239,10 +243,17 @@ class Fetcher:
     async def resolve(self, host: str) -> str:
         """The IP a fetch of `host` would use; raises FetchError("dns") or BlockedAddress."""
         ip = await self.resolver.resolve(host)
-        check_address(
-            host, ip, mapped=self.resolver.is_mapped(host), allow_private=self.allow_private
-        )
+        self._check(host, ip)
         return ip
+
+    def _check(self, host: str, ip: str) -> None:
+        check_address(
+            host,
+            ip,
+            mapped=self.resolver.is_mapped(host),
+            allow_private=self.allow_private,
+            allow_networks=self.allow_networks,
+        )
 
     async def fetch(
         self,
@@ -301,9 +312,7 @@ class Fetcher:
         if ip is None:
             ip = await self.resolve(host)
         else:
-            check_address(
-                host, ip, mapped=self.resolver.is_mapped(host), allow_private=self.allow_private
-            )
+            self._check(host, ip)
         exchange.ip = ip
         token = pinned_address.set((host.rstrip(".").lower(), ip))
         try:
@@ -368,7 +377,11 @@ class Fetcher:
                 limit=self.max_connections,
                 limit_per_host=0,
                 use_dns_cache=False,  # every connection asks our resolver: one cache, one answer
-                resolver=AiohttpResolver(self.resolver, allow_private=self.allow_private),
+                resolver=AiohttpResolver(
+                    self.resolver,
+                    allow_private=self.allow_private,
+                    allow_networks=self.allow_networks,
+                ),
                 family=socket.AF_UNSPEC,
             )
             self._session = aiohttp.ClientSession(

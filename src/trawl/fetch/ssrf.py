@@ -5,15 +5,24 @@ The check runs on the *resolved* address, after DNS, so a public-looking name th
 Names the operator mapped with --resolve / --hosts-file are trusted: that is how the local
 test web is crawled. Addresses that embed an IPv4 address (IPv4-mapped, 6to4, NAT64) are
 judged by the embedded address, so ::ffff:127.0.0.1 is loopback.
+
+`network.allow_networks`, when set, is a second and stricter gate: an address outside every
+listed network is refused whatever else is true (mapped names and --allow-private included),
+so a crawler under test can be held to loopback even when fed arbitrary URLs.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 
-from trawl.errors import BlockedAddress
+from trawl.errors import BlockedAddress, ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # RFC 6052 well-known NAT64 prefix: the last 32 bits are an IPv4 address.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -74,8 +83,50 @@ def is_public_address(ip: str) -> bool:
     return _is_public(address)
 
 
-def check_address(host: str, ip: str, *, mapped: bool, allow_private: bool) -> None:
-    """Raise BlockedAddress unless `ip` is public, `host` was mapped, or private is allowed."""
+def parse_networks(texts: Sequence[str], where: str) -> tuple[IPNetwork, ...]:
+    """CIDR texts ("127.0.0.0/8", "::1/128"; a bare IP is a /32 or /128) as networks.
+
+    Raises ConfigError naming `where` and the text, also for host bits set below the prefix
+    ("127.0.0.1/8"), which is more often a typo than a meant network.
+    """
+    networks = []
+    for text in texts:
+        try:
+            networks.append(ipaddress.ip_network(text.strip(), strict=True))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {text!r} is not a CIDR network ({exc})") from None
+    return tuple(networks)
+
+
+def is_in_networks(ip: str, networks: Sequence[IPNetwork]) -> bool:
+    """True if `ip` lies in one of `networks`; False for non-IP text.
+
+    An IPv4-mapped IPv6 address is judged by its IPv4 address, since that is the host a
+    dual-stack socket reaches. 6to4 and NAT64 forms are judged as they are: they reach a
+    gateway, not the embedded address.
+    """
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    candidates: list[IPAddress] = [address]
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        candidates.append(address.ipv4_mapped)
+    return any(a in net for a in candidates for net in networks if net.version == a.version)
+
+
+def check_address(
+    host: str,
+    ip: str,
+    *,
+    mapped: bool,
+    allow_private: bool,
+    allow_networks: Sequence[IPNetwork] = (),
+) -> None:
+    """Raise BlockedAddress unless `ip` is public, `host` was mapped, or private is allowed;
+    and, when `allow_networks` is not empty, unless `ip` lies in one of them."""
+    if allow_networks and not is_in_networks(ip, allow_networks):
+        raise BlockedAddress(f"{host} resolved to {ip}, which is outside network.allow_networks")
     if mapped or allow_private or is_public_address(ip):
         return
     raise BlockedAddress(f"{host} resolved to {ip}, which is not a public address")
