@@ -1,6 +1,6 @@
 """Endpoint latencies of `trawl serve` while it crawls hard, against the same process idle.
 
-    python -m bench.api_latency [--sites 2000] [--pages 50] [--warmup 20] [--requests 200]
+    python -m bench.api_latency [--sites 2000] [--pages 50] [--warmup 20] [--requests 100]
 
 Serves the bench web farm (nginx, as bench.speed) and runs `trawl serve` on it. After
 `--warmup` seconds of crawling, every endpoint is asked `--requests` times, one after
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.runinfo import describe_run
@@ -53,6 +54,16 @@ class Api:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        try:
+            return self._exchange(method, path, data, headers)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # uvicorn closes a connection idle for 5 s (the warm-up): open a new one.
+            self.conn.close()
+            return self._exchange(method, path, data, headers)
+
+    def _exchange(
+        self, method: str, path: str, data: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes, float]:
         start = time.perf_counter()
         self.conn.request(method, path, body=data, headers=headers)
         response = self.conn.getresponse()
@@ -116,6 +127,7 @@ def measure(api: Api, plan: dict[str, tuple[str, str, object]], n: int) -> dict[
             if status != 200:
                 raise RuntimeError(f"{name}: {status} {payload[:200]!r}")
             times.append(seconds * 1000)
+        print(f"  {name}: p50 {statistics.median(times):.2f} ms", file=sys.stderr, flush=True)
         q = statistics.quantiles(times, n=100)
         figures[name] = {
             "p50_ms": round(q[49], 2),
@@ -126,12 +138,19 @@ def measure(api: Api, plan: dict[str, tuple[str, str, object]], n: int) -> dict[
     return figures
 
 
-def pause_everything(api: Api, sites: list[str]) -> float:
+def pause_everything(port: int, sites: list[str], connections: int = 16) -> float:
+    """PUT a pause on every site, `connections` requests at a time; returns seconds taken."""
+
+    def pause(chunk: list[str]) -> None:
+        api = Api(port)
+        for site in chunk:
+            status, payload, _ = api.call("PUT", f"/v1/hosts/{site}/limits", {"paused": True})
+            if status != 200:
+                raise RuntimeError(f"pause {site}: {status} {payload[:200]!r}")
+
     start = time.perf_counter()
-    for site in sites:
-        status, payload, _ = api.call("PUT", f"/v1/hosts/{site}/limits", {"paused": True})
-        if status != 200:
-            raise RuntimeError(f"pause {site}: {status} {payload[:200]!r}")
+    with ThreadPoolExecutor(connections) as pool:
+        list(pool.map(pause, [sites[i::connections] for i in range(connections)]))
     return time.perf_counter() - start
 
 
@@ -157,14 +176,16 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             plan = endpoints(api, spec.seeds)
             before = api.json("/v1/stats")
             t0 = time.monotonic()
+            print("busy:", file=sys.stderr)
             busy = measure(api, plan, args.requests)
             after = api.json("/v1/stats")
             busy_rate = (after["pagesFetched"] - before["pagesFetched"]) / (  # type: ignore[index]
                 time.monotonic() - t0
             )
-            domains = sorted({s.domain for s in spec.sites})
-            pause_s = pause_everything(api, domains)
+            domains = sorted({s.host for s in spec.sites})  # a hostname acts on its domain
+            pause_s = pause_everything(port, domains)
             time.sleep(5)  # requests in flight drain
+            print(f"paused {len(domains)} sites in {pause_s:.1f} s; idle:", file=sys.stderr)
             idle = measure(api, plan, args.requests)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -203,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sites", type=int, default=2000)  # bench.speed's web: it is reused
     p.add_argument("--pages", type=int, default=50)
     p.add_argument("--warmup", type=float, default=20.0, help="crawl seconds before measuring")
-    p.add_argument("--requests", type=int, default=200, help="requests per endpoint and phase")
+    p.add_argument("--requests", type=int, default=100, help="requests per endpoint and phase")
     p.add_argument("--web", type=Path, default=Path("/tmp/trawl-bench-web"))
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="trawl-api-latency-") as tmp:

@@ -50,3 +50,16 @@ def test_token_comes_from_the_file_then_the_environment(tmp_path: Path) -> None:
         read_token(token_file, {})
     with pytest.raises(UsageError, match="cannot read"):
         read_token(tmp_path / "missing", {})
+
+
+def test_the_listener_is_a_tcp_socket_so_answers_are_not_held_by_nagle() -> None:
+    # asyncio sets TCP_NODELAY only where sock.proto says TCP; without it every answer
+    # waited 40 ms for the client's delayed ACK.
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sock = bind_listener(f"127.0.0.1:{port}")
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()

@@ -1,8 +1,9 @@
-"""The read side of the control API: page records and bodies, host state, events, stats.
+"""The control API: page records and bodies, host state and limits, seeds, events, stats.
 
-Routes are thin: they run on the crawl's event loop and read the same stores the crawl
-writes (one SQLite connection, used from this thread only), so a record is visible the
-moment its fetch is recorded. Field names are the design's (`PageRecord.to_json`).
+Routes are thin and run on the API's own thread and loop; `CrawlView` says how each one
+reaches the crawl (committed rows through a read-only connection, counters from the crawl's
+latest snapshot, live state on the crawl loop). Field names are the design's
+(`PageRecord.to_json`, `SiteState.to_host_record`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trawl import __version__
 from trawl.api.dashboard import dashboard_router
-from trawl.api.metrics import (
-    CONTENT_TYPE,
-    crawl_registry,
-    errors_by_kind,
-    metrics_text,
-    site_counts,
-)
-from trawl.api.stats_history import StatsHistory
+from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
 from trawl.errors import DataError, InvalidUrl
 from trawl.politeness.site_limits import checked_limits
 from trawl.store.warc import read_record
@@ -33,13 +27,15 @@ from trawl.urls.registered_domain import origin_of, site_of_normalised
 from trawl.wiring import WARC_DIR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from trawl.api.crawl_view import CrawlView
     from trawl.crawl_context import CrawlContext
     from trawl.model import PageRecord
     from trawl.politeness.site_state import SiteState
 
 
 _EVENT_POLL_S = 0.2
-RATE_WINDOW_S = 10.0  # "pages/s now" is over about this long
 MAX_OFFSET = 2**63 - 1  # SQLite's largest integer
 
 
@@ -92,16 +88,40 @@ def limits_answer(ctx: CrawlContext, state: SiteState) -> dict[str, Any]:
     }
 
 
-def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
+def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
     """The API over a running crawl; `token` guards the write endpoints (None: refused)."""
     app = FastAPI(
         title="trawl",
         version=__version__,
         description="Control and read-back API of a running trawl crawl.",
     )
+    _add_page_routes(app, view)
+    _add_host_routes(app, view, _token_check(token))
+    _add_feed_routes(app, view)
+    _add_seed_routes(app, view, _token_check(token))
+    app.include_router(dashboard_router(view))
+    return app
 
+
+def _token_check(token: str | None) -> Callable[..., None]:
+    def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
+        if token is None:
+            raise HTTPException(
+                403, "write endpoints are off: start with --token-file or TRAWL_API_TOKEN"
+            )
+        if not authorization or not authorization.startswith("Bearer "):
+            raise HTTPException(
+                401, "missing operator token", headers={"WWW-Authenticate": "Bearer"}
+            )
+        if not secrets.compare_digest(authorization[len("Bearer ") :].encode(), token.encode()):
+            raise HTTPException(403, "wrong operator token")
+
+    return require_token
+
+
+def _add_page_routes(app: FastAPI, view: CrawlView) -> None:
     def page_or_404(key: str) -> PageRecord:
-        record = ctx.records.get_page(key.lower())
+        record = view.records().get_page(key.lower())
         if record is None:
             raise HTTPException(404, f"no page record with urlHash {key!r}")
         return record
@@ -116,7 +136,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
         if not record.storage_key:
             raise HTTPException(404, f"{record.url}: no body stored")
         try:
-            stored = read_record(ctx.data_dir / WARC_DIR, record.storage_key)
+            stored = read_record(view.ctx.data_dir / WARC_DIR, record.storage_key)
         except DataError as exc:
             raise HTTPException(500, f"stored body unreadable: {exc}") from None
         media_type = stored.header("Content-Type") or "text/html"
@@ -125,87 +145,27 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
     @app.get("/v1/pages", summary="A page record by URL (normalised as the crawl does)")
     async def find_page(url: Annotated[str, Query(min_length=1)]) -> dict[str, Any]:
         try:
-            key = url_hash(normalise_url(url, None, ctx.rules))
+            key = url_hash(normalise_url(url, None, view.ctx.rules))
         except InvalidUrl as exc:
             raise HTTPException(422, f"not a crawlable URL: {exc}") from None
         return page_or_404(key).to_json()
 
+
+def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
+    ctx = view.ctx
+
+    def host_record(site: str) -> dict[str, Any] | None:  # on the crawl loop
+        state = ctx.sites.get(site)
+        record = state.to_host_record(ctx.owner) if state else ctx.records.get_host(site)
+        return None if record is None else {**record, "queueLength": ctx.frontier.queued_for(site)}
+
     @app.get("/v1/hosts/{host}", summary="Politeness state of a site (host or domain)")
     async def get_host(host: str) -> dict[str, Any]:
         site = site_of_host(host)
-        state = ctx.sites.get(site)
-        record = state.to_host_record(ctx.owner) if state else ctx.records.get_host(site)
+        record = await view.on_crawl(lambda: host_record(site))
         if record is None:
             raise HTTPException(404, f"no host record for {site!r}")
-        return {**record, "queueLength": ctx.frontier.queued_for(site)}
-
-    @app.get("/v1/events", summary="page.fetched events from an offset (long-poll with wait)")
-    async def get_events(
-        from_offset: Annotated[int, Query(alias="from", ge=0, le=MAX_OFFSET)] = 0,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        wait: Annotated[float, Query(ge=0, le=60)] = 0.0,
-    ) -> dict[str, Any]:
-        deadline = ctx.clock.now() + wait
-        while True:
-            events = ctx.records.read_events(from_offset, limit)
-            if events or ctx.clock.now() >= deadline:
-                break
-            await asyncio.sleep(_EVENT_POLL_S)
-        items = [event.to_json() for event in events]
-        next_offset = events[-1].offset + 1 if events else from_offset
-        return {"events": items, "next": next_offset}
-
-    history = StatsHistory()  # sampled by the dashboard router's lifespan
-
-    @app.get("/v1/stats", summary="The crawl at a glance")
-    async def get_stats() -> dict[str, Any]:
-        st = ctx.stats
-        sched = ctx.frontier.stats()
-        elapsed = max(ctx.clock.now() - ctx.started_at, 1e-9)
-        return {
-            "pagesFetched": st.pages_fetched,
-            "pagesStored": st.pages_stored,
-            "pagesPerSecondNow": history.pages_per_second(RATE_WINDOW_S),
-            "pagesPerSecondOverall": st.pages_fetched / elapsed,
-            "frontier": {
-                "fast": sched.queued_fast,
-                "slow": sched.queued_slow,
-                "refresh": sched.queued_refresh,
-            },
-            "sites": site_counts(ctx),
-            "statuses": dict(st.statuses),
-            "bytesDownloaded": st.bytes_downloaded,
-            "errors": st.errors,
-            "errorsByKind": errors_by_kind(st.statuses),
-            "traps": ctx.traps.as_dict(),
-            "notModified": st.not_modified,
-            "duplicates": st.duplicates,
-            "nearDuplicates": st.near_duplicates,
-        }
-
-    def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
-        if token is None:
-            raise HTTPException(
-                403, "write endpoints are off: start with --token-file or TRAWL_API_TOKEN"
-            )
-        if not authorization or not authorization.startswith("Bearer "):
-            raise HTTPException(
-                401, "missing operator token", headers={"WWW-Authenticate": "Bearer"}
-            )
-        if not secrets.compare_digest(authorization[len("Bearer ") :].encode(), token.encode()):
-            raise HTTPException(403, "wrong operator token")
-
-    @app.post(
-        "/v1/seeds",
-        summary="Add seeds; high priority lands in the fast line at once",
-        dependencies=[Depends(require_token)],
-    )
-    async def post_seeds(request: SeedRequest) -> SeedResponse:
-        queued, rejected = add_api_seeds(ctx, request.urls, request.priority)
-        ctx.commit()
-        return SeedResponse(
-            queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
-        )
+        return record
 
     @app.put(
         "/v1/hosts/{host}/limits",
@@ -226,7 +186,7 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
             )  # fmt: skip
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        return limits_answer(ctx, ctx.set_site_limits(site, limits))
+        return await view.on_crawl(lambda: limits_answer(ctx, ctx.set_site_limits(site, limits)))
 
     @app.delete(
         "/v1/hosts/{host}/limits",
@@ -234,16 +194,57 @@ def build_app(ctx: CrawlContext, token: str | None = None) -> FastAPI:
         dependencies=[Depends(require_token)],
     )
     async def delete_limits(host: str) -> dict[str, Any]:
-        return limits_answer(ctx, ctx.set_site_limits(site_of_host(host), None))
+        site = site_of_host(host)
+        return await view.on_crawl(lambda: limits_answer(ctx, ctx.set_site_limits(site, None)))
 
-    registry = crawl_registry(ctx)
+
+def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:
+    clock = view.ctx.clock
+
+    @app.get("/v1/events", summary="page.fetched events from an offset (long-poll with wait)")
+    async def get_events(
+        from_offset: Annotated[int, Query(alias="from", ge=0, le=MAX_OFFSET)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        wait: Annotated[float, Query(ge=0, le=60)] = 0.0,
+    ) -> dict[str, Any]:
+        deadline = clock.now() + wait
+        while True:
+            events = view.records().read_events(from_offset, limit)
+            if events or clock.now() >= deadline:
+                break
+            await asyncio.sleep(_EVENT_POLL_S)
+        items = [event.to_json() for event in events]
+        next_offset = events[-1].offset + 1 if events else from_offset
+        return {"events": items, "next": next_offset}
+
+    @app.get("/v1/stats", summary="The crawl at a glance (its counters of the last second)")
+    async def get_stats() -> dict[str, Any]:
+        return view.snapshot.stats
+
+    registry = crawl_registry(view)
 
     @app.get("/metrics", summary="Prometheus text format", response_class=Response)
     async def get_metrics() -> Response:
         return Response(metrics_text(registry), media_type=CONTENT_TYPE)
 
-    app.include_router(dashboard_router(ctx, history))
-    return app
+
+def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
+    ctx = view.ctx
+
+    def add_and_commit(request: SeedRequest) -> SeedResponse:  # on the crawl loop
+        queued, rejected = add_api_seeds(ctx, request.urls, request.priority)
+        ctx.commit()
+        return SeedResponse(
+            queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
+        )
+
+    @app.post(
+        "/v1/seeds",
+        summary="Add seeds; high priority lands in the fast line at once",
+        dependencies=[Depends(require_token)],
+    )
+    async def post_seeds(request: SeedRequest) -> SeedResponse:
+        return await view.on_crawl(lambda: add_and_commit(request))
 
 
 def add_api_seeds(

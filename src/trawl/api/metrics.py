@@ -1,8 +1,9 @@
-"""`GET /metrics`: the crawl in Prometheus text format, read from live state at scrape time.
+"""`GET /metrics`: the crawl in Prometheus text format, from the crawl's latest snapshot.
 
 A custom collector rather than prometheus_client's own Counter objects: the crawl already
 keeps every number (CrawlStats, the frontier, the site clocks), and counting twice on the
-hot path would cost CPU for nothing. The same helpers feed `/v1/stats`.
+hot path would cost CPU for nothing. The numbers are those of the snapshot the crawl loop
+publishes every second (api.crawl_view), the same one `/v1/stats` answers from.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
+from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric
 
-    from trawl.crawl_context import CrawlContext
+    from trawl.api.crawl_view import CrawlSnapshot, CrawlView
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -33,72 +35,40 @@ def status_classes(statuses: Mapping[str, int]) -> dict[str, int]:
     return dict(zip(STATUS_CLASSES, count_by_class(statuses), strict=True))
 
 
-def errors_by_kind(statuses: Mapping[str, int]) -> dict[str, int]:
-    return {k[len("error:") :]: n for k, n in statuses.items() if k.startswith("error:")}
-
-
-def robots_outcomes(statuses: Mapping[str, int]) -> dict[str, int]:
-    return {k[len("robots:") :]: n for k, n in statuses.items() if k.startswith("robots:")}
-
-
-def site_counts(ctx: CrawlContext) -> dict[str, int]:
-    """Sites by state. Backing off, parked and paused walk the sites loaded in this run."""
-    now = ctx.clock.now()
-    sched = ctx.frontier.stats()
-    backing_off = parked = paused = 0
-    for state in ctx.sites.values():
-        clock = state.clock
-        if state.paused:
-            paused += 1
-        elif clock.parked_until is not None and clock.parked_until > now:
-            parked += 1
-        elif clock.consecutive_failures:
-            backing_off += 1
-    return {
-        "known": sched.sites,
-        "active": sched.busy,
-        "waiting": sched.waiting,
-        "backingOff": backing_off,
-        "parked": parked,
-        "paused": paused,
-    }
-
-
 class CrawlCollector:
-    def __init__(self, ctx: CrawlContext) -> None:
-        self.ctx = ctx
+    """Reads the latest snapshot the crawl loop published (the API runs on another thread)."""
+
+    def __init__(self, view: CrawlView) -> None:
+        self.view = view
 
     def collect(self) -> Iterator[Metric]:
-        ctx, st = self.ctx, self.ctx.stats
-        yield _counter(
-            "trawl_fetches", "Page fetches that ended, by status class",
-            "class", status_classes(st.statuses),
-        )  # fmt: skip
+        snap = self.view.snapshot
+        stats = snap.stats
+        yield _counter("trawl_fetches", "Page fetches that ended, by status class",
+                       "class", status_classes(snap.statuses))  # fmt: skip
         yield _counter("trawl_fetch_errors", "Fetches with no answer, by kind",
-                       "kind", errors_by_kind(st.statuses))  # fmt: skip
+                       "kind", status_kinds(snap.statuses, "error:"))  # fmt: skip
         yield _counter("trawl_robots_fetches", "robots.txt fetches, by outcome",
-                       "outcome", robots_outcomes(st.statuses))  # fmt: skip
-        yield CounterMetricFamily(
-            "trawl_downloaded_bytes", "Body bytes downloaded (decoded)", st.bytes_downloaded
-        )
-        yield CounterMetricFamily("trawl_pages_stored", "Pages stored", st.pages_stored)
-        yield CounterMetricFamily(
-            "trawl_events_written", "page.fetched events in the outbox",
-            ctx.records.last_offset() + 1,
-        )  # fmt: skip
-        yield _fetch_histogram(ctx)
-        sched = ctx.frontier.stats()
-        lines = {"fast": sched.queued_fast, "slow": sched.queued_slow,
-                 "refresh": sched.queued_refresh}  # fmt: skip
-        yield _gauge("trawl_frontier_urls", "Queued URLs, by line", "line", lines)
-        yield _gauge("trawl_sites", "Sites, by state", "state", site_counts(ctx))
+                       "outcome", status_kinds(snap.statuses, "robots:"))  # fmt: skip
+        yield CounterMetricFamily("trawl_downloaded_bytes", "Body bytes downloaded (decoded)",
+                                  stats.get("bytesDownloaded", 0))  # fmt: skip
+        yield CounterMetricFamily("trawl_pages_stored", "Pages stored",
+                                  stats.get("pagesStored", 0))  # fmt: skip
+        yield CounterMetricFamily("trawl_events_written", "page.fetched events in the outbox",
+                                  snap.events_written)  # fmt: skip
+        yield _fetch_histogram(snap)
+        yield _gauge("trawl_frontier_urls", "Queued URLs, by line", "line",
+                     stats.get("frontier", {}))  # fmt: skip
+        yield _gauge("trawl_sites", "Sites, by state", "state", stats.get("sites", {}))
         yield _counter("trawl_politeness_waits", "Requests held back, by what held them",
-                       "reason", st.waits)  # fmt: skip
+                       "reason", snap.waits)  # fmt: skip
         yield _counter("trawl_politeness_wait_seconds", "Time requests were held back",
-                       "reason", st.wait_seconds)  # fmt: skip
+                       "reason", snap.wait_seconds)  # fmt: skip
         yield _counter("trawl_trap_hits", "Trap rules that fired, by rule",
-                       "rule", ctx.traps.as_dict())  # fmt: skip
-        yield _counter("trawl_skips", "URLs and pages skipped, by reason", "reason", st.skipped)
+                       "rule", stats.get("traps", {}))  # fmt: skip
+        yield _counter("trawl_skips", "URLs and pages skipped, by reason", "reason", snap.skipped)
+        yield GaugeMetricFamily("trawl_snapshot_timestamp_seconds",
+                                "When the crawl loop published these numbers", snap.at)  # fmt: skip
 
 
 def _counter(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
@@ -115,12 +85,11 @@ def _gauge(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metr
     return family
 
 
-def _fetch_histogram(ctx: CrawlContext) -> Metric:
-    h = ctx.stats.fetch_seconds
-    buckets = [("+Inf" if b == float("inf") else repr(b), n) for b, n in h.cumulative()]
+def _fetch_histogram(snap: CrawlSnapshot) -> Metric:
+    buckets = [("+Inf" if b == float("inf") else repr(b), n) for b, n in snap.fetch_buckets]
     return HistogramMetricFamily(
         "trawl_fetch_seconds", "Request exchange time (robots.txt and sitemaps included)",
-        buckets=buckets, sum_value=h.sum,
+        buckets=buckets or [("+Inf", 0)], sum_value=snap.fetch_seconds_sum,
     )  # fmt: skip
 
 
@@ -128,7 +97,7 @@ def metrics_text(registry: CollectorRegistry) -> bytes:
     return generate_latest(registry)
 
 
-def crawl_registry(ctx: CrawlContext) -> CollectorRegistry:
+def crawl_registry(view: CrawlView) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(CrawlCollector(ctx))
+    registry.register(CrawlCollector(view))
     return registry

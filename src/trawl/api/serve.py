@@ -1,18 +1,21 @@
-"""`trawl serve`: the API on the crawl's own event loop (uvicorn, loopback by default)."""
+"""`trawl serve`: the API (uvicorn, loopback by default) on a thread beside the crawl."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
+import threading
 from typing import TYPE_CHECKING
 
 import uvicorn
 
 from trawl.api.app import build_app
+from trawl.api.crawl_view import CrawlView
 from trawl.errors import UsageError
 
 if TYPE_CHECKING:
+    from asyncio import Future
     from collections.abc import Generator, Mapping
     from pathlib import Path
 
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
 
 DEFAULT_LISTEN = "127.0.0.1:8700"
 TOKEN_ENV = "TRAWL_API_TOKEN"
+GRACEFUL_S = 2  # seconds
 
 
 class _Server(uvicorn.Server):
@@ -43,8 +47,10 @@ def bind_listener(listen: str) -> socket.socket:
     sock: socket.socket | None = None
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family, _, _, _, address = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        # The protocol number matters: asyncio sets TCP_NODELAY only on sockets whose proto
+        # says TCP, and without it every answer waited 40 ms for a delayed ACK (Nagle).
+        sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(128)
@@ -72,17 +78,52 @@ def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str | Non
 
 
 async def serve_api(ctx: CrawlContext, sock: socket.socket, token: str | None) -> None:
-    """Serve the API on `sock` until the crawl stops."""
-    # lifespan "on": the dashboard samples the crawl for as long as the app runs.
+    """Serve the API on `sock` from a thread and event loop of its own (see api.crawl_view
+    for why) until the crawl stops; the crawl loop publishes its snapshots meanwhile."""
+    view = CrawlView(ctx)
+    view.publish()  # the first request already has numbers to read
     config = uvicorn.Config(
-        build_app(ctx, token), log_level="warning", access_log=False, lifespan="on"
+        build_app(view, token),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACEFUL_S,  # a long-poll must not hold the exit up
     )
     server = _Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
+    ended = _run_in_thread(server, sock, view)
+    publisher = asyncio.create_task(view.publish_every())
     stopped = asyncio.create_task(ctx.wait_stopped())
     try:
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({ended, stopped}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopped.cancel()
-        server.should_exit = True
-        await task
+        publisher.cancel()
+        server.should_exit = True  # uvicorn polls it; a plain attribute is enough
+        await ended
+
+
+def _run_in_thread(server: uvicorn.Server, sock: socket.socket, view: CrawlView) -> Future[None]:
+    """Start `server` on a new thread; the future (of the calling loop) ends with it."""
+    loop = asyncio.get_running_loop()
+    ended: Future[None] = loop.create_future()
+
+    def finish(error: BaseException | None) -> None:
+        if ended.done():
+            return
+        if error is None:
+            ended.set_result(None)
+        else:
+            ended.set_exception(error)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            asyncio.run(server.serve(sockets=[sock]))
+        except BaseException as exc:  # handed to the crawl loop, which re-raises it
+            error = exc
+        finally:
+            view.close_records()
+            loop.call_soon_threadsafe(finish, error)
+
+    threading.Thread(target=run, name="trawl-api", daemon=True).start()
+    return ended

@@ -96,6 +96,13 @@ class StatsHistory:
             start -= 1
         return [interval_row(samples[i - 1], samples[i]) for i in range(start, len(samples))]
 
+    def copy(self) -> StatsHistory:
+        """A copy to read on another thread: the samples are immutable, and the copy is made
+        in one C-level pass under the GIL, so no append can land half-way through it."""
+        twin = StatsHistory(self._samples.maxlen or DEFAULT_CAPACITY)
+        twin._samples.extend(self._samples)
+        return twin
+
     def pages_per_second(self, window_s: float) -> float | None:
         """Pages fetched per second over about the last `window_s` (None: < 2 samples)."""
         samples = self._samples
