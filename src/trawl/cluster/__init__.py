@@ -1,0 +1,1 @@
+"""Cluster mode: partitions of registered domains, ownership on Redis, routed links."""
