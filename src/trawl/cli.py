@@ -119,8 +119,8 @@ async def run_crawl(
 ) -> CrawlSummary:
     """Crawl into `data_dir` (resuming what is there) until a limit, SIGINT/SIGTERM or done.
 
-    `serve`, if given, runs beside the crawl on the same loop (the API of `trawl serve`)
-    and must return once the crawl is stopping.
+    `serve`, if given, runs beside the crawl on its loop (the API of `trawl serve`, which
+    puts its server on a thread of its own) and must return once the crawl is stopping.
     """
     valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
