@@ -225,7 +225,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_parser(sub)
     demo.add_parser(sub)
     readback.add_parsers(sub)
+    add_cluster_parser(sub)
     return parser
+
+
+def add_cluster_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`trawl cluster ...`: commands about a whole cluster (issue 7)."""
+    p = sub.add_parser("cluster", help="inspect a trawl cluster")
+    group = p.add_subparsers(dest="cluster_command", required=True)
+    p = group.add_parser("status", help="members, partition owners, stream lag, checkpoint ages")
+    p.add_argument("--cluster", type=Path, required=True, metavar="FILE", help="cluster file")
+    p.add_argument("--json", action="store_true", help="print everything as one JSON object")
+    p.set_defaults(func=cmd_cluster_status)
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    # Imported here: redis and boto3 add ~0.3 s to every other command's start.
+    from trawl.cluster.status import cmd_status
+
+    return cmd_status(args)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
