@@ -1,0 +1,343 @@
+"""The async shell around `ownership.Ownership`: one member's heartbeats, leases and hand-overs.
+
+How this works:
+- `run()` is one task of this member. Inside it, one loop heartbeats the member every
+  `member_ttl_s / 3` and reads the live member list; when the list changes it recomputes
+  `partitions.assign` and gives this member's share to the pure core. A second loop asks the
+  core what is due (`due(now)`), starts one task per action and sleeps until `next_due_at()`
+  or until an answer or a member change wakes it.
+- Every lease request runs in its own task under `asyncio.timeout(request_timeout_s)`, so a
+  hung Redis delays nothing else; a timeout is reported as `failed`, and the core stops
+  fetching at its local deadline whatever Redis does. When Redis answers again, renewals
+  that find our token go on; refused ones make the core acquire again.
+- Callbacks: `on_acquired(partition, token)` runs after a lease is won and before
+  `may_fetch` says yes (the crawler loads the checkpoint and replays the link stream);
+  `on_handover(partition, token)` runs for a partition assigned away (the crawler stops,
+  checkpoints, returns) and only then is the lease released. Both run one at a time per
+  partition, so a hand-over never overlaps the acquisition it follows. `token` is None in a
+  hand-over when the lease was lost meanwhile.
+- `stop()` deregisters first (the others start asking for our partitions at once and retry
+  every `retry_s` until we release), then hands every partition over and releases it.
+- Time is `monotonic()` (injected): leases are measured on this machine's monotonic clock;
+  the server's clock is only ever compared with itself.
+
+Shared state: the core, `_tokens` and `_ready` are written by this shell's tasks, all on one
+event loop and never across an await, and read by the crawler's `may_fetch`/`owned` calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from trawl.cluster.ownership import (
+    Acquire,
+    Checkpoint,
+    LeaseState,
+    LeaseTiming,
+    Ownership,
+    OwnershipStats,
+    Release,
+    Renew,
+)
+from trawl.cluster.partitions import assign, owned_by
+from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping
+
+    from trawl.cluster.ownership import Action
+    from trawl.cluster.redis_leases import RedisLeases
+    from trawl.cluster.redis_members import RedisMembers
+
+    OnAcquired = Callable[[int, int], Awaitable[None]]
+    OnHandover = Callable[[int, int | None], Awaitable[None]]
+
+T = TypeVar("T")
+# No answer in time, or none at all: the request may or may not have been applied.
+_NO_ANSWER = (CoordinatorUnavailable, TimeoutError)
+MAX_IN_FLIGHT = 32  # lease requests per member at once: 1,024 acquires at start-up queue here
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTiming:
+    """Membership and lease durations in seconds, checked together on construction.
+
+    Raises ConfigError naming the keys when they can't work together.
+    """
+
+    member_ttl_s: float = 15.0  # a silent member counts as gone this long after its heartbeat
+    lease_ttl_s: float = 30.0  # how long a crashed member's partitions stay unfetched
+    margin_s: float = 12.0  # stop fetching this long before the server could expire a lease
+    renew_after_s: float = 6.0  # renew this long after the last successful request was sent
+    retry_s: float = 1.5  # wait after a refused acquire or a request without an answer
+    request_timeout_s: float = 3.0  # a lease request or heartbeat without an answer by then failed
+    fetch_timeout_s: float = 10.0  # fetch.total_timeout_s: a fetch may run this long
+
+    def __post_init__(self) -> None:
+        try:
+            self.lease_timing()
+        except ValueError as error:
+            raise ConfigError(f"cluster: {error}") from error
+        if self.margin_s <= self.fetch_timeout_s:
+            raise ConfigError(
+                f"cluster.margin_s={self.margin_s} must exceed fetch.total_timeout_s="
+                f"{self.fetch_timeout_s}: a fetch started at the deadline must end before the"
+                " lease can expire"
+            )
+        self._check_timeouts()
+
+    def _check_timeouts(self) -> None:
+        # A renew that times out must leave time for one retry before the local deadline.
+        slack_s = self.lease_ttl_s - self.margin_s - self.renew_after_s
+        if not 0 < self.request_timeout_s <= slack_s - self.retry_s:
+            raise ConfigError(
+                f"cluster.request_timeout_s={self.request_timeout_s} must be in (0,"
+                f" lease_ttl_s - margin_s - renew_after_s - retry_s = {slack_s - self.retry_s}]"
+            )
+        if not 0 < self.request_timeout_s < self.heartbeat_s:
+            raise ConfigError(
+                f"cluster.member_ttl_s={self.member_ttl_s} must exceed 3 times"
+                f" request_timeout_s={self.request_timeout_s}: a member heartbeats every third"
+                " of it"
+            )
+
+    @property
+    def heartbeat_s(self) -> float:
+        """Heartbeat and member-list period: two heartbeats may fail before a member expires."""
+        return self.member_ttl_s / 3
+
+    def lease_timing(self) -> LeaseTiming:
+        """The pure core's timing (raises ValueError when it doesn't hold together)."""
+        return LeaseTiming(self.lease_ttl_s, self.margin_s, self.renew_after_s, self.retry_s)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipShellStats:
+    member_id: str
+    live_members: int
+    fetchable: int  # partitions `may_fetch` says yes to now
+    leases: OwnershipStats
+
+
+class OwnershipShell:
+    """One member's partition ownership on Redis, run as one asyncio task (`run`)."""
+
+    def __init__(
+        self,
+        *,
+        member_id: str,
+        partitions: int,
+        members: RedisMembers,
+        leases: RedisLeases,
+        timing: ClusterTiming,
+        on_acquired: OnAcquired,
+        on_handover: OnHandover,
+        info: Mapping[str, str] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.member_id = member_id
+        self._partitions = partitions
+        self._members, self._leases = members, leases
+        self._timing = timing
+        self._on_acquired, self._on_handover = on_acquired, on_handover
+        self._info = dict(info or {})
+        self._now = monotonic
+        self.core = Ownership(timing.lease_timing())
+        self._live: list[str] = []
+        self._tokens: dict[int, int] = {}  # the token of each partition's last won lease
+        self._ready: dict[int, int] = {}  # partition → token whose on_acquired has returned
+        self._callback_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._finished = asyncio.Event()
+        self._drain_until: float | None = None  # set once deregistered: stop driving then
+        self._tasks: asyncio.TaskGroup | None = None
+
+    # -- questions (the crawler's) -------------------------------------------------------------
+    def may_fetch(self, partition: int) -> bool:
+        """True while the lease is confirmed, before its local deadline, and loaded."""
+        token = self._ready.get(partition)
+        return (
+            token is not None
+            and token == self._tokens.get(partition)
+            and self.core.may_fetch(partition, self._now())
+        )
+
+    def owned(self) -> set[int]:
+        """The partitions this member may fetch now."""
+        return {p for p in self.core.fetchable(self._now()) if self.may_fetch(p)}
+
+    def live_members(self) -> list[str]:
+        """The member list the current assignment was computed from."""
+        return list(self._live)
+
+    def stats(self) -> OwnershipShellStats:
+        now = self._now()
+        return OwnershipShellStats(
+            self.member_id, len(self._live), len(self.owned()), self.core.stats(now)
+        )
+
+    def __repr__(self) -> str:
+        state = "stopping" if self._stopping.is_set() else "running"
+        return (
+            f"<OwnershipShell {self.member_id} {state} members={len(self._live)}"
+            f" fetchable={len(self.owned())} {self.core!r}>"
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Heartbeat, follow the members and hold leases until `stop()` has handed over.
+
+        Cancelling this task is a crash as far as the cluster can tell: nothing is released,
+        the others take the partitions once the member and its leases expire.
+        """
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                tasks.create_task(self._follow_members())
+                await self._drive()
+        finally:
+            self._finished.set()
+
+    async def stop(self) -> None:
+        """Deregister, hand every partition over (callback, release); return when `run` has."""
+        self._stopping.set()
+        await self._finished.wait()
+
+    # -- members -------------------------------------------------------------------------------
+    async def _follow_members(self) -> None:
+        while not self._stopping.is_set():
+            with contextlib.suppress(*_NO_ANSWER):  # a missed heartbeat is retried next period
+                await self._refresh_members()
+            await _wait(self._stopping, self._timing.heartbeat_s)
+        await self._leave()
+
+    async def _refresh_members(self) -> None:
+        async with asyncio.timeout(self._timing.request_timeout_s):
+            ttl_s = self._timing.member_ttl_s
+            await self._members.heartbeat(self.member_id, self._info, ttl_s)
+            live = await self._members.live_members()
+        if live and live != self._live:  # empty: our own heartbeat expired at once; wait
+            self._live = live
+            mine = owned_by(assign(self._partitions, live), self.member_id)
+            self.core.assign(mine, self._now())
+            self._wake.set()
+
+    async def _leave(self) -> None:
+        # Deregister before handing over: the others compute their new share now and take
+        # each partition as soon as it is released. If Redis is down the entry just expires.
+        with contextlib.suppress(*_NO_ANSWER):
+            async with asyncio.timeout(self._timing.request_timeout_s):
+                await self._members.leave(self.member_id)
+        now = self._now()
+        self.core.assign((), now)
+        # Past this, every lease we held has expired on the server whatever happened.
+        self._drain_until = now + self._timing.lease_ttl_s + self._timing.request_timeout_s
+        self._wake.set()
+
+    # -- leases --------------------------------------------------------------------------------
+    async def _drive(self) -> None:
+        """Send what the core says is due, until stopped and every lease is released."""
+        while not self._is_drained():
+            self._wake.clear()  # before `due`, so an answer arriving from here on wakes us
+            now = self._now()
+            for action in self.core.due(now):
+                self._spawn(self._perform(action))
+            wait_s = min(self.core.next_due_at(), self._drain_until or float("inf")) - now
+            await _wait(self._wake, wait_s)
+
+    def _is_drained(self) -> bool:
+        if self._drain_until is None:
+            return False
+        now = self._now()
+        leases = self.core.stats(now)
+        held = leases.acquiring + leases.owned + leases.handing_over + leases.releasing
+        return held + leases.wanted == 0 or now >= self._drain_until
+
+    def _spawn(self, work: Coroutine[None, None, None]) -> None:
+        if self._tasks is None:
+            raise AssertionError("OwnershipShell: a task spawned outside run()")
+        self._tasks.create_task(work)
+
+    async def _perform(self, action: Action) -> None:
+        if isinstance(action, Checkpoint):
+            await self._hand_over(action.partition, action.token)
+        elif isinstance(action, Acquire):
+            await self._acquire(action)
+        else:
+            await self._renew_or_release(action)
+        self._wake.set()
+
+    async def _request(self, send: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
+        """(answered, answer); the timeout covers the wait for a slot too: `sent_at` is
+        already fixed, so a request that waited too long is as useless as one unanswered."""
+        try:
+            async with asyncio.timeout(self._timing.request_timeout_s), self._in_flight:
+                return True, await send()
+        except _NO_ANSWER:
+            return False, None
+
+    async def _acquire(self, request: Acquire) -> None:
+        partition, ttl_s = request.partition, self._timing.lease_ttl_s
+        answered, token = await self._request(
+            lambda: self._leases.acquire(partition, self.member_id, ttl_s)
+        )
+        if not answered:
+            self.core.failed(request, self._now())
+            return
+        self.core.acquired(request, token, self._now())
+        if token is not None and self.core.state(partition) is LeaseState.OWNED:
+            self._tokens[partition] = token
+            await self._load(partition, token)
+
+    async def _renew_or_release(self, request: Renew | Release) -> None:
+        if isinstance(request, Renew):
+            ttl_s = self._timing.lease_ttl_s
+            answered, ok = await self._request(
+                lambda: self._leases.renew(request.partition, request.token, ttl_s)
+            )
+            if answered:
+                self.core.renewed(request, bool(ok), self._now())
+        else:
+            answered, _ = await self._request(
+                lambda: self._leases.release(request.partition, request.token)
+            )
+            if answered:
+                self.core.released(request, self._now())
+        if not answered:
+            self.core.failed(request, self._now())
+
+    # -- callbacks -----------------------------------------------------------------------------
+    async def _load(self, partition: int, token: int) -> None:
+        async with self._callback_locks[partition]:
+            if self.core.state(partition) is not LeaseState.OWNED or (
+                self._tokens.get(partition) != token
+            ):
+                return  # assigned away, or lost (and won again), while a callback ran
+            await self._on_acquired(partition, token)
+            self._ready[partition] = token
+
+    async def _hand_over(self, partition: int, token: int | None) -> None:
+        async with self._callback_locks[partition]:
+            self._ready.pop(partition, None)
+            await self._on_handover(partition, token)
+        self.core.checkpointed(partition, self._now())
+        called_off = self.core.state(partition) is LeaseState.OWNED
+        if called_off and token is not None and self._tokens.get(partition) == token:
+            await self._load(partition, token)  # assigned back meanwhile: load what we saved
+
+
+async def _wait(event: asyncio.Event, timeout_s: float) -> None:
+    """Until `event` is set or `timeout_s` passed (inf: no timeout)."""
+    if timeout_s <= 0:
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(None if timeout_s == float("inf") else timeout_s):
+            await event.wait()
