@@ -6,6 +6,8 @@ crawl reaches it only through a hosts file, so nothing leaves the machine.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -18,17 +20,65 @@ from trawl.testweb.process import TestWebProcess
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
 DEMO_CONTACT = "https://trawl.invalid/demo-contact"
+# A rerun in the same directory resumes the crawl; the test web must come back on the same
+# port, or every page gets a new URL and the rerun stores the first run's pages again as
+# near-copies of themselves.
+WEB_FILE = "demo-web.json"
+
+
+def _web_key(args: argparse.Namespace) -> dict[str, int]:
+    return {"sites": args.sites, "pages": args.pages, "seed": args.seed}
+
+
+def _earlier_port(args: argparse.Namespace, data: Path) -> int | None:
+    try:
+        saved = json.loads((data / WEB_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    port = saved.get("port") if isinstance(saved, dict) else None
+    same_web = isinstance(saved, dict) and all(saved.get(k) == v for k, v in _web_key(args).items())
+    return port if same_web and isinstance(port, int) and 0 < port < 65536 else None
+
+
+@contextlib.contextmanager
+def _started_web(args: argparse.Namespace, workdir: Path, data: Path) -> Iterator[TestWebProcess]:
+    web = _start_web(args, workdir, data)
+    try:
+        yield web
+    finally:
+        web.stop()
+
+
+def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebProcess:
+    """The test web, on the earlier demo's port when this directory holds one."""
+    port = _earlier_port(args, data)
+    if port is not None:
+        try:
+            return TestWebProcess(
+                sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir, port=port
+            ).start()
+        except RuntimeError:
+            sys.stderr.write(
+                f"trawl demo: port {port} of the earlier demo in {data} is busy: this run's "
+                "pages get new URLs (use a new --data directory to start afresh)\n"
+            )
+    return TestWebProcess(
+        sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir
+    ).start()
+
+
+def _remember_web(args: argparse.Namespace, data: Path, port: int) -> None:
+    (data / WEB_FILE).write_text(json.dumps({**_web_key(args), "port": port}), encoding="utf-8")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     data = args.data.resolve()
     with (
         tempfile.TemporaryDirectory(prefix="trawl-testweb-") as tmp,
-        TestWebProcess(
-            sites=args.sites, pages=args.pages, seed=args.seed, workdir=Path(tmp)
-        ) as web,
+        _started_web(args, Path(tmp), data) as web,
     ):
         settings = with_overrides(
             Settings(),
@@ -42,6 +92,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"port {web.port}; crawling into {data}\n"
         )
         summary = run_async(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
+        _remember_web(args, data, web.port)
         web.stop()  # the server logs a request just after answering it: flush the log
         requests = web.requests()
         violations = check_politeness(requests, **web.web.politeness_inputs())
