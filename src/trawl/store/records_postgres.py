@@ -40,7 +40,7 @@ import psycopg
 from trawl.errors import DataError, UsageError
 from trawl.model import UrlKind
 from trawl.store.postgres_db import first_line
-from trawl.store.records_sqlite import DuePage, event_from_json, page_from_json
+from trawl.store.records_sqlite import DuePage, events_from_rows, loads_record, page_from_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -105,7 +105,7 @@ class _PageRow:
         )
 
     def due_page(self) -> DuePage:
-        record = page_from_json(_loads(self.record, "page record"))
+        record = page_from_json(loads_record(self.record, "page record"))
         return DuePage(
             self.url,
             self.url_hash,
@@ -252,9 +252,9 @@ class PostgresRecords:
     def get_page(self, url_hash: str) -> PageRecord | None:
         row = self._batch.pages.get(url_hash)
         if row is not None:
-            return page_from_json(_loads(row.record, "page record"))
+            return page_from_json(loads_record(row.record, "page record"))
         rows = self._query("SELECT record::text FROM pages WHERE url_hash = %s", (url_hash,))
-        return page_from_json(_loads(rows[0][0], "page record")) if rows else None
+        return page_from_json(loads_record(rows[0][0], "page record")) if rows else None
 
     def iter_pages(self) -> Iterator[PageRecord]:
         """Every page record, oldest lastFetchedAt first (ties by urlHash)."""
@@ -263,7 +263,7 @@ class PostgresRecords:
         )
         merged = heapq.merge(self._stored_pages(list(self._batch.pages)), pending)
         for _, _, text in merged:
-            yield page_from_json(_loads(text, "page record"))
+            yield page_from_json(loads_record(text, "page record"))
 
     def _stored_pages(self, skip: list[str]) -> Iterator[tuple[float, str, str]]:
         # Keyset pages, not one open cursor: the caller may query between two rows.
@@ -364,7 +364,7 @@ class PostgresRecords:
         row = self._batch.pages.get(url_hash)
         if row is None:
             return
-        data = _loads(row.record, "page record")
+        data = loads_record(row.record, "page record")
         data["nearDuplicateOf"] = main_url
         row.record = _dumps(data, f"page record {url_hash}")
         self._batch.add(_SET_NEAR_DUPLICATE, (main_url, url_hash))
@@ -385,12 +385,7 @@ class PostgresRecords:
             " ORDER BY event_offset LIMIT %s",
             (from_offset, limit),
         )
-        out = []
-        for offset, text in rows:
-            data = _loads(text, "event")
-            data["offset"] = offset
-            out.append(event_from_json(data))
-        return out
+        return events_from_rows(rows)
 
     def last_offset(self) -> int:
         """The offset of the last committed event, -1 when there is none."""
@@ -406,12 +401,12 @@ class PostgresRecords:
         if text is None:
             rows = self._query("SELECT record::text FROM hosts WHERE site = %s", (site,))
             text = rows[0][0] if rows else None
-        return None if text is None else _loads(text, "host record")
+        return None if text is None else loads_record(text, "host record")
 
     def iter_hosts(self) -> Iterator[tuple[str, dict[str, object]]]:
         pending = sorted(self._batch.hosts.items())
         for site, text in heapq.merge(self._stored_hosts(list(self._batch.hosts)), pending):
-            yield site, _loads(text, "host record")
+            yield site, loads_record(text, "host record")
 
     def _stored_hosts(self, skip: list[str]) -> Iterator[tuple[str, str]]:
         after = ""
@@ -450,13 +445,3 @@ def _dumps(data: dict[str, object], what: str) -> str:
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
     except ValueError as exc:
         raise UsageError(f"{what}: {exc} (PostgreSQL JSON has no NaN or Infinity)") from None
-
-
-def _loads(text: str, what: str) -> dict[str, object]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"damaged {what} in the database: {exc}") from None
-    if not isinstance(data, dict):
-        raise DataError(f"damaged {what} in the database: not a JSON object")
-    return data

@@ -14,7 +14,7 @@ from trawl.model import PageFetchedEvent, PageRecord, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
 _PAGE_FIELDS = {
     "urlHash": "url_hash",
@@ -123,11 +123,11 @@ class SqliteRecords:
         row = self._conn.execute(
             "SELECT record FROM pages WHERE url_hash = ?", (url_hash,)
         ).fetchone()
-        return None if row is None else page_from_json(_loads(row[0], "page record"))
+        return None if row is None else page_from_json(loads_record(row[0], "page record"))
 
     def iter_pages(self) -> Iterator[PageRecord]:
         for (text,) in self._conn.execute("SELECT record FROM pages ORDER BY last_fetched_at"):
-            yield page_from_json(_loads(text, "page record"))
+            yield page_from_json(loads_record(text, "page record"))
 
     # -- recrawl ------------------------------------------------------------------------
     def take_due(self, now: float, limit: int) -> list[DuePage]:
@@ -146,7 +146,7 @@ class SqliteRecords:
         )
         out = []
         for url_hash, url, site, kind, text in rows:
-            record = page_from_json(_loads(text, "page record"))
+            record = page_from_json(loads_record(text, "page record"))
             out.append(
                 DuePage(
                     url,
@@ -211,12 +211,7 @@ class SqliteRecords:
             "SELECT offset, event FROM events WHERE offset >= ? ORDER BY offset LIMIT ?",
             (from_offset, limit),
         ).fetchall()
-        out = []
-        for offset, text in rows:
-            data = _loads(text, "event")
-            data["offset"] = offset
-            out.append(event_from_json(data))
-        return out
+        return events_from_rows(rows)
 
     def last_offset(self) -> int:
         row = self._conn.execute("SELECT max(offset) FROM events").fetchone()
@@ -232,14 +227,25 @@ class SqliteRecords:
 
     def get_host(self, site: str) -> dict[str, object] | None:
         row = self._conn.execute("SELECT record FROM hosts WHERE site = ?", (site,)).fetchone()
-        return None if row is None else _loads(row[0], "host record")
+        return None if row is None else loads_record(row[0], "host record")
 
     def iter_hosts(self) -> Iterator[tuple[str, dict[str, object]]]:
         for site, text in self._conn.execute("SELECT site, record FROM hosts ORDER BY site"):
-            yield site, _loads(text, "host record")
+            yield site, loads_record(text, "host record")
 
 
-def _loads(text: str, what: str) -> dict[str, object]:
+def events_from_rows(rows: Iterable[tuple[int, str]]) -> list[PageFetchedEvent]:
+    """Events from (offset, JSON text) rows, as both record stores read them."""
+    out = []
+    for offset, text in rows:
+        data = loads_record(text, "event")
+        data["offset"] = offset
+        out.append(event_from_json(data))
+    return out
+
+
+def loads_record(text: str, what: str) -> dict[str, object]:
+    """A stored JSON object; DataError naming `what` when it is damaged."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
