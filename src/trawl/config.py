@@ -169,6 +169,20 @@ class NetworkSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeSettings:
+    """A cluster node's timing (`trawl node`); cluster.ownership_shell.ClusterTiming checks
+    that the values work together."""
+
+    member_ttl_s: float = 15.0  # a node is gone this long after its last heartbeat
+    lease_ttl_s: float = 30.0  # how long a crashed node's partitions stay unfetched
+    margin_s: float = 12.0  # stop fetching this long before a lease could expire
+    renew_after_s: float = 6.0
+    retry_s: float = 1.5
+    request_timeout_s: float = 3.0
+    checkpoint_interval_s: float = 180.0  # each changed partition is checkpointed this often
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
     politeness: PolitenessSettings = field(default_factory=PolitenessSettings)
@@ -182,6 +196,7 @@ class Settings:
     urls: UrlSettings = field(default_factory=UrlSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
+    node: NodeSettings = field(default_factory=NodeSettings)
 
     def validate(self) -> Settings:
         """Check cross-field rules; returns self so calls chain."""
@@ -215,6 +230,7 @@ class Settings:
         if not -1 <= self.storage.warc_compress_level <= 3:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         parse_networks(self.network.allow_networks, "network.allow_networks")
+        _require_positive("node.checkpoint_interval_s", self.node.checkpoint_interval_s)
         return self
 
 

@@ -50,6 +50,7 @@ class Crawler:
         """1-2: choose the site's next request and make it; 3-7 run after release."""
         ctx = self.ctx
         ctx.in_flight += 1
+        ctx.in_turn[site] += 1
         try:
             lease = await self.requests.take_turn(site, line)
             if lease is not None:
@@ -60,6 +61,9 @@ class Crawler:
         finally:
             ctx.release_site(site)  # idempotent: a no-op when already released
             ctx.in_flight -= 1
+            ctx.in_turn[site] -= 1
+            if not ctx.in_turn[site]:
+                del ctx.in_turn[site]
             self._turns.release()
             self._wakeup.set()
 

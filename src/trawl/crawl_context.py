@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,10 +25,12 @@ from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Awaitable, Callable
     from concurrent.futures import Executor
     from pathlib import Path
 
     from trawl.clock import Clock
+    from trawl.cluster.ports import LinkRouter, PartitionGate, SharedIpGate
     from trawl.config import Settings
     from trawl.fetch.fetcher import Fetcher
     from trawl.frontier.frontier import Frontier
@@ -35,15 +38,15 @@ if TYPE_CHECKING:
     from trawl.link_scores import LinkScores
     from trawl.politeness.ip_gate import IpGate
     from trawl.politeness.site_limits import SiteLimits
-    from trawl.seen.seen_set import SeenSet
+    from trawl.seen.ports import SeenUrls
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
-    from trawl.store.records_sqlite import SqliteRecords
-    from trawl.store.warc import WarcWriter
+    from trawl.store.ports import Records, WarcSink
     from trawl.urls.normalise import NormaliseRules
 
 AGENT_TOKEN = "trawl"
 HOST_WRITE_INTERVAL_S = 5.0
 PAUSE_RECHECK_S = 60.0  # a paused site's turn comes back this often, to no effect
+GATE_RECHECK_S = 1.0  # a site of a partition we may not fetch now is looked at again then
 
 
 @dataclass(slots=True)
@@ -93,9 +96,9 @@ class CrawlContext:
         clock: Clock,
         conn: sqlite3.Connection,
         frontier: Frontier,
-        seen: SeenSet,
-        records: SqliteRecords,
-        warc: WarcWriter,
+        seen: SeenUrls,
+        records: Records,
+        warc: WarcSink,
         fetcher: Fetcher,
         ip_gate: IpGate,
         cpu_pool: Executor,
@@ -159,6 +162,15 @@ class CrawlContext:
         self._stop_event = asyncio.Event()
         self._hosts_written_at = self.started_at
         self._closed = False
+        # Cluster mode (cluster/node.py sets these; None in embedded mode): which sites this
+        # machine may fetch now, where discovered URLs go (their partition's link stream),
+        # and the async second half of a commit (links, then WARC chunks, then records).
+        self.gate: PartitionGate | None = None
+        self.router: LinkRouter | None = None
+        self.shared_ip_gate: SharedIpGate | None = None
+        self.publish: Callable[[], Awaitable[None]] | None = None
+        self.restarted_at: Callable[[str], float] = lambda site: self.started_at
+        self.in_turn: Counter[str] = Counter()  # sites with a turn running, outcome included
 
     # -- sites --------------------------------------------------------------------------
     def site_state(self, site: str) -> SiteState:
@@ -170,9 +182,10 @@ class CrawlContext:
             else:
                 state = SiteState.from_host_record(record, self.trap_policy)
             if self.resumed:
-                # A previous run may have made a request after its last commit (even the
-                # site's first, before any host record): leave a full gap after our start.
-                restart_gap = self.started_at + state.clock.gap_s(self.clock_policy)
+                # A previous run (or the partition's previous owner) may have made a request
+                # after its last commit (even the site's first, before any host record):
+                # leave a full gap after our start (or our taking the partition over).
+                restart_gap = self.restarted_at(site) + state.clock.gap_s(self.clock_policy)
                 state.clock.next_allowed_at = max(state.clock.next_allowed_at, restart_gap)
             self.sites[site] = state
         return state
@@ -180,10 +193,14 @@ class CrawlContext:
     def take_site(self) -> tuple[str, Line] | None:
         """A site whose turn has come and the line its turn serves; it is busy until
         `release_site`."""
-        turn = self.frontier.pop_ready_site(self.clock.now())
-        if turn is not None:
-            self._busy.add(turn[0])
-        return turn
+        now = self.clock.now()
+        while (turn := self.frontier.pop_ready_site(now)) is not None:
+            if self.gate is None or self.gate.may_fetch(turn[0]):
+                self._busy.add(turn[0])
+                return turn
+            # Its partition is being handed over or its lease is in doubt: not ours to fetch.
+            self.frontier.release_site(turn[0], now + GATE_RECHECK_S)
+        return None
 
     def previous_record(self, item: CrawlUrl) -> PageRecord | None:
         """The page's record before this fetch, for a refetch (conditional GET, history)."""
@@ -240,12 +257,16 @@ class CrawlContext:
         score: float = 0.0,
         score_parts: str = "",
     ) -> bool:
-        """Queue a normalised URL unless seen; returns True when it was new."""
-        if not self.claim(url_hash, must_crawl=must_crawl):
-            return False
+        """Queue a normalised URL unless seen; returns True when it was new (in cluster
+        mode: True when sent to its partition's owner, which makes the seen check)."""
         item = CrawlUrl(
             url, url_hash, site, depth, line, self.clock.now(), kind, score, score_parts
         )
+        if self.router is not None:
+            self.router.route(item, must_crawl=must_crawl)
+            return True
+        if not self.claim(url_hash, must_crawl=must_crawl):
+            return False
         return self.queue_new(item, must_crawl=must_crawl)
 
     def add_seed(self, url: str, url_hash: str, site: str, *, low_priority: bool = False) -> bool:
@@ -330,10 +351,13 @@ class CrawlContext:
     def discover_from_sitemap(self, url: str, url_hash: str, site: str) -> bool:
         """Queue a URL a sitemap of its own site listed (depth 1: one step from the home);
         a trusted site's entries get the sitemap boost."""
-        if not self.claim(url_hash, must_crawl=False):
+        if self.router is None and not self.claim(url_hash, must_crawl=False):
             return False
         score, parts, line = self.scores.sitemap_entry(url, self.site_referrers(site))
         item = CrawlUrl(url, url_hash, site, 1, line, self.clock.now(), UrlKind.PAGE, score, parts)
+        if self.router is not None:
+            self.router.route(item, must_crawl=False)
+            return True
         return self.queue_new(item, must_crawl=False)
 
     # -- limits -------------------------------------------------------------------------
@@ -413,6 +437,8 @@ class CrawlContext:
             if s.continuous:
                 self.queue_due_pages()
             self.commit()
+            if self.publish is not None:
+                await self.publish()
             self.frontier.requeue_expired(self.clock.now())
             if self.clock.now() - self._last_checkpoint >= s.checkpoint_interval_s:
                 self.checkpoint()

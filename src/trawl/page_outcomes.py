@@ -27,6 +27,7 @@ RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
     from trawl.model import Lease
+    from trawl.page_work import FoundLink
     from trawl.politeness.site_state import SiteState
     from trawl.sitemap_outcomes import Sitemaps
 
@@ -74,15 +75,18 @@ class PageOutcomes:
         if out.simhash and state.traps.note_page(out.simhash):
             ctx.traps.count(TrapReason.SIMILAR_PAGES)
         ctx.stats.links_found += len(out.links)
-        for link in out.links:
-            if link.site != item.site:
-                ctx.note_referrer(link.site, item.site)
+        if ctx.router is None:  # in cluster mode the referrer travels with the link
+            for link in out.links:
+                if link.site != item.site:
+                    ctx.note_referrer(link.site, item.site)
         # Every link counts as an in-link; only new ones are scored (most links on a page
         # are already known), and known ones are re-scored when their counts double.
         scores = ctx.scores
         counts = scores.count_page_links(item.site, out.links)
         for link, (pages, sites) in zip(out.links, counts, strict=True):
-            if ctx.claim(link.url_hash, must_crawl=False):
+            if ctx.router is not None:
+                self._route_link(item, link, pages, sites)
+            elif ctx.claim(link.url_hash, must_crawl=False):
                 referrers = ctx.site_referrers(link.site)
                 score, parts, line = scores.score_new(link, pages, sites, item.score, referrers)
                 new = CrawlUrl(
@@ -102,6 +106,20 @@ class PageOutcomes:
                 link.url_hash
             ):
                 ctx.stats.rescored += 1
+
+    def _route_link(self, item: CrawlUrl, link: FoundLink, pages: int, sites: int) -> None:
+        """Cluster mode: score the link here (the in-link counts are here) and send it to its
+        partition's owner, which makes the seen check and queues it."""
+        ctx = self.ctx
+        assert ctx.router is not None
+        referrers = ctx.site_referrers(link.site)
+        score, parts, line = ctx.scores.score_new(link, pages, sites, item.score, referrers)
+        new = CrawlUrl(
+            link.url, link.url_hash, link.site, item.depth + 1, line, ctx.clock.now(),
+            UrlKind.PAGE, score, parts,
+        )  # fmt: skip
+        referrer = item.site if link.site != item.site else ""
+        ctx.router.route(new, must_crawl=False, referrer=referrer)
 
     def _not_modified(
         self, record: PageRecord, previous: PageRecord, result: FetchResult

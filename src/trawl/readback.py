@@ -1,7 +1,10 @@
 """Read-back commands: `trawl pages`, `trawl events`, `trawl page`, `trawl host`.
 
-They open the database read-only, so they can run beside a live crawl. `trawl events --api`
-reads the same events from a running `trawl serve` instead, on this or another machine.
+They read a crawl's records from a data directory (`--data`, opened read-only, so they can run
+beside a live crawl) or from a cluster's shared stores (`--cluster FILE`: PostgreSQL for the
+records and events, S3 for the bodies), and print the same JSON lines either way.
+`trawl events --api` reads the same events from a running `trawl serve` instead, on this or
+another machine.
 """
 
 from __future__ import annotations
@@ -10,11 +13,15 @@ import json
 import re
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trawl.api.client import follow_events
 from trawl.errors import DataError, InvalidUrl, UsageError
+from trawl.politeness.site_state import SiteState
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import read_record
@@ -24,16 +31,70 @@ from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from trawl.model import PageRecord
+    from trawl.store.records_postgres import PostgresRecords
+    from trawl.store.warc_record import StoredBody
+
+    StoredRecords = SqliteRecords | PostgresRecords
 
 _HASH = re.compile(r"^[0-9a-f]{32}$")
+FOLLOW_POLL_S = 0.5  # how often `--follow` asks for new events
 
 
-def _records(data: Path) -> SqliteRecords:
-    return SqliteRecords(open_database(data / DB_NAME, readonly=True))
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Where a read-back command reads: the records, and the body behind a storage key."""
+
+    records: StoredRecords
+    read_body: Callable[[str], StoredBody]  # raises DataError for a missing or damaged body
+    is_cluster: bool
+
+
+@contextmanager
+def open_stores(args: argparse.Namespace) -> Iterator[Stores]:
+    """The stores named by `--cluster FILE`, else by `--data DIR`; closed on exit.
+
+    Raises ConfigError for a bad cluster file or an unreachable PostgreSQL, DataError for a
+    missing or damaged database.
+    """
+    cluster: Path | None = getattr(args, "cluster", None)
+    if cluster is not None:
+        with _cluster_stores(cluster) as stores:
+            yield stores
+        return
+    conn = open_database(args.data / DB_NAME, readonly=True)
+    try:
+        yield Stores(SqliteRecords(conn), partial(read_record, args.data / WARC_DIR), False)
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _cluster_stores(path: Path) -> Iterator[Stores]:
+    # Imported here: psycopg, redis and boto3 add ~0.3 s to the start of every command.
+    from trawl.cluster.cluster_file import load_cluster_file
+    from trawl.store.postgres_db import open_postgres
+    from trawl.store.records_postgres import PostgresRecords
+
+    settings = load_cluster_file(path)
+
+    def read_body(key: str) -> StoredBody:
+        # S3 is opened only for a body, so records read without credentials; and never
+        # creates the bucket, since a reader must not write.
+        from trawl.store.blobs_s3 import S3BlobStore
+        from trawl.store.warc_chunks import read_record_from_blobs
+
+        with S3BlobStore(settings.bucket(), create_bucket=False) as blobs:
+            return read_record_from_blobs(blobs, key)
+
+    conn = open_postgres(settings.postgres_dsn)
+    try:
+        yield Stores(PostgresRecords(conn), read_body, True)
+    finally:
+        conn.close()
 
 
 def _print_json(obj: object) -> None:
@@ -41,28 +102,35 @@ def _print_json(obj: object) -> None:
 
 
 def cmd_pages(args: argparse.Namespace) -> int:
-    for record in _records(args.data).iter_pages():
-        _print_json(record.to_json())
+    with open_stores(args) as stores:
+        for record in stores.records.iter_pages():
+            _print_json(record.to_json())
     return 0
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     if args.api is not None:
-        events = follow_events(args.api, args.from_offset, args.follow)
-    else:
-        events = _local_events(args.data, args.from_offset, args.follow)
+        return _print_events(follow_events(args.api, args.from_offset, args.follow), args.follow)
+    with open_stores(args) as stores:
+        events = stored_events(stores.records, args.from_offset, args.follow)
+        return _print_events(events, args.follow)
+
+
+def _print_events(events: Iterator[dict[str, Any]], follow: bool) -> int:
     try:
         for event in events:
             _print_json(event)
-            if args.follow:
+            if follow:
                 sys.stdout.flush()  # a reader downstream sees each event as it comes
     except KeyboardInterrupt:
         return 130  # Ctrl-C is how a follow ends: the shell's status for SIGINT, no traceback
     return 0
 
 
-def _local_events(data: Path, from_offset: int, follow: bool) -> Iterator[dict[str, Any]]:
-    records = _records(data)
+def stored_events(
+    records: StoredRecords, from_offset: int, follow: bool
+) -> Iterator[dict[str, Any]]:
+    """Events from `from_offset` on, as JSON objects; with `follow`, polls for new ones."""
     offset = from_offset
     while True:
         batch = records.read_events(offset, 1000)
@@ -73,10 +141,10 @@ def _local_events(data: Path, from_offset: int, follow: bool) -> Iterator[dict[s
             continue
         if not follow:
             return
-        time.sleep(0.5)
+        time.sleep(FOLLOW_POLL_S)
 
 
-def find_page(records: SqliteRecords, url_or_hash: str) -> PageRecord:
+def find_page(records: StoredRecords, url_or_hash: str) -> PageRecord:
     key = url_or_hash.strip().lower()
     if not _HASH.match(key):
         try:
@@ -90,13 +158,14 @@ def find_page(records: SqliteRecords, url_or_hash: str) -> PageRecord:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
-    record = find_page(_records(args.data), args.page)
-    if not args.body:
-        _print_json(record.to_json())
-        return 0
-    if not record.storage_key:
-        raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
-    stored = read_record(args.data / WARC_DIR, record.storage_key)
+    with open_stores(args) as stores:
+        record = find_page(stores.records, args.page)
+        if not args.body:
+            _print_json(record.to_json())
+            return 0
+        if not record.storage_key:
+            raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
+        stored = stores.read_body(record.storage_key)
     sys.stdout.buffer.write(stored.payload)
     return 0
 
@@ -104,33 +173,80 @@ def cmd_page(args: argparse.Namespace) -> int:
 def cmd_host(args: argparse.Namespace) -> int:
     host = args.host.strip().lower().rstrip(".")
     site = registered_domain(host)
-    record = _records(args.data).get_host(site)
+    with open_stores(args) as stores:
+        record = stores.records.get_host(site)
+        if record is not None and stores.is_cluster:
+            record = in_written_order(record)
     if record is None:
         raise UsageError(f"no host record for {site!r}")
     _print_json(record)
     return 0
 
 
+def in_written_order(record: dict[str, object]) -> dict[str, object]:
+    """A host record read from PostgreSQL with its keys in the order a node writes them.
+
+    JSONB keeps no key order (it sorts keys by length), while SQLite keeps the text as
+    written; reordering after the record a node would write makes `--cluster` print the same
+    line as `--data`. Only the order changes, never a value. A record the node could not
+    load is printed as stored.
+    """
+    try:
+        written = SiteState.from_host_record(record).to_host_record("")
+    except DataError:
+        return record
+    return _reordered(record, written)
+
+
+def _reordered(value: dict[str, object], template: dict[str, object]) -> dict[str, object]:
+    keys = [k for k in template if k in value] + [k for k in value if k not in template]
+    return {k: _reordered_value(value[k], template.get(k)) for k in keys}
+
+
+def _reordered_value(value: object, template: object) -> object:
+    if isinstance(value, dict) and isinstance(template, dict):
+        return _reordered(value, template)
+    if isinstance(value, list) and isinstance(template, list) and len(value) == len(template):
+        return [_reordered_value(v, t) for v, t in zip(value, template, strict=True)]
+    return value
+
+
+def _add_source(p: argparse.ArgumentParser, *, api: bool = False) -> None:
+    """`--data DIR` (the default) or `--cluster FILE` (and for events, `--api URL`)."""
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--data",
+        type=Path,
+        default=Path("trawl-data"),
+        help="data directory of a crawl (default trawl-data)",
+    )
+    source.add_argument(
+        "--cluster",
+        type=Path,
+        metavar="FILE",
+        help="cluster file: read the cluster's PostgreSQL (and S3 for bodies) instead",
+    )
+    if api:
+        source.add_argument("--api", metavar="URL", help="read them from a `trawl serve` API")
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    data_help = "data directory of a crawl"
     p = sub.add_parser("pages", help="print every page record as a JSON line")
-    p.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
+    _add_source(p)
     p.set_defaults(func=cmd_pages)
     p = sub.add_parser("events", help="print page.fetched events as JSON lines")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
-    source.add_argument("--api", metavar="URL", help="read them from a `trawl serve` API instead")
+    _add_source(p, api=True)
     p.add_argument("--from", dest="from_offset", type=int, default=0, help="first offset")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     p.set_defaults(func=cmd_events)
     p = sub.add_parser("page", help="print one page record (or its body)")
     p.add_argument("page", metavar="URL_OR_HASH")
-    p.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
+    _add_source(p)
     p.add_argument("--body", action="store_true", help="print the stored HTML instead")
     p.set_defaults(func=cmd_page)
     p = sub.add_parser("host", help="print a site's host record")
     p.add_argument("host", metavar="HOST", help="a hostname or a registered domain")
-    p.add_argument("--data", type=Path, default=Path("trawl-data"), help=data_help)
+    _add_source(p)
     p.set_defaults(func=cmd_host)
 
 

@@ -180,6 +180,10 @@ class SiteRequests:
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
+        if not await self._cluster_admits(state.site, ip):
+            end = ctx.clock.now()
+            ctx.ip_gate.release(ip, end)
+            return _failed(url, start, end, FetchError("not_owner", "partition not fetchable"))
         start = ctx.clock.now()
         state.clock.start(start)
         result: FetchResult | None = None
@@ -195,6 +199,8 @@ class SiteRequests:
         finally:
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
+            if ctx.shared_ip_gate is not None:
+                await ctx.shared_ip_gate.release(ip)
             ctx.stats.fetch_seconds.observe(end - start)
             status = result.status if result is not None else 0
             retry_after = None
@@ -209,6 +215,23 @@ class SiteRequests:
             )
             if result is not None and result.body is not None:
                 ctx.stats.bytes_downloaded += len(result.body)
+
+    async def _cluster_admits(self, site: str, ip: str) -> bool:
+        """Cluster mode: the cluster-wide slot on `ip` is ours, and the site's partition is
+        still ours to fetch (checked last: the wait for the slot may have seen a hand-over
+        begin). Always True in embedded mode."""
+        ctx = self.ctx
+        shared = ctx.shared_ip_gate
+        if shared is not None:
+            waited_from = ctx.clock.now()
+            if not await shared.acquire(ip):
+                return False
+            ctx.stats.note_wait("cluster_ip_gate", ctx.clock.now() - waited_from)
+        if ctx.gate is not None and not ctx.gate.may_fetch(site):
+            if shared is not None:
+                await shared.release(ip)
+            return False
+        return True
 
 
 def conditional_headers(previous: PageRecord | None) -> dict[str, str] | None:

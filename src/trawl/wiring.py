@@ -38,7 +38,12 @@ from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
 
 if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
     from trawl.config import Settings
+    from trawl.seen.ports import SeenUrls
+    from trawl.store.ports import Records, WarcSink
 
 # Our IP gate spaces request *starts*; a server sees a request later when it needs a new
 # connection (TCP set-up) than when it reuses one, so a little margin keeps the gaps the
@@ -116,7 +121,17 @@ def recover_warc_tails(warc_dir: Path) -> int:
     return sum(recover_tail(path) for path in last_of_run.values())
 
 
-def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None) -> CrawlContext:
+def build_context(
+    settings: Settings,
+    data_dir: Path,
+    clock: Clock | None = None,
+    *,
+    records: Callable[[sqlite3.Connection], Records] | None = None,
+    warc: WarcSink | None = None,
+    seen: SeenUrls | None = None,
+) -> CrawlContext:
+    """The crawl's context on `data_dir`; a cluster node passes its shared stores (records,
+    built on the local connection; WARC sink; seen set) in place of the embedded ones."""
     clock = clock or SystemClock()
     ua = user_agent(settings)
     rules = normalise_rules(settings)
@@ -137,7 +152,8 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         stored_types=f.stored_types,
         max_connections=f.max_connections,
     )
-    recover_warc_tails(data_dir / WARC_DIR)
+    if warc is None:
+        recover_warc_tails(data_dir / WARC_DIR)
     resumed = (data_dir / DB_NAME).exists()
     conn = open_database(data_dir / DB_NAME)
     frontier = Frontier(
@@ -147,18 +163,21 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         refresh_share=settings.recrawl.refresh_share,
     )
     frontier.load()
-    seen = SeenSet(
-        conn,
-        data_dir / BLOOM_NAME,
-        capacity=settings.seen.expected_urls,
-        fp_rate=settings.seen.false_positive_rate,
-    )
-    seen.load()
-    warc = WarcWriter(
-        data_dir / WARC_DIR,
-        max_file_bytes=settings.storage.warc_max_file_bytes,
-        software=f"trawl/{__version__}",
-    )
+    if seen is None:
+        embedded_seen = SeenSet(
+            conn,
+            data_dir / BLOOM_NAME,
+            capacity=settings.seen.expected_urls,
+            fp_rate=settings.seen.false_positive_rate,
+        )
+        embedded_seen.load()
+        seen = embedded_seen
+    if warc is None:
+        warc = WarcWriter(
+            data_dir / WARC_DIR,
+            max_file_bytes=settings.storage.warc_max_file_bytes,
+            software=f"trawl/{__version__}",
+        )
     workers = max(1, min(2, os.cpu_count() or 1))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -173,7 +192,7 @@ def build_context(settings: Settings, data_dir: Path, clock: Clock | None = None
         conn=conn,
         frontier=frontier,
         seen=seen,
-        records=SqliteRecords(conn),
+        records=SqliteRecords(conn) if records is None else records(conn),
         warc=warc,
         fetcher=fetcher,
         ip_gate=IpGate(p.per_ip_max_in_flight, p.per_ip_min_gap_s + IP_GAP_MARGIN_S),

@@ -170,6 +170,10 @@ class OwnershipShell:
             and self.core.may_fetch(partition, self._now())
         )
 
+    def token(self, partition: int) -> int | None:
+        """The fencing token of the partition's lease while it is loaded here."""
+        return self._ready.get(partition)
+
     def owned(self) -> set[int]:
         """The partitions this member may fetch now."""
         return {p for p in self.core.fetchable(self._now()) if self.may_fetch(p)}

@@ -3,8 +3,9 @@
 How this works:
 - One stream per partition, `trawl:{<cluster>:p<N>}:links`. A parser that finds links for
   partitions owned elsewhere sends each partition a batch of a few hundred as ONE `XADD`
-  entry (field `v1`: a compact JSON list of [url, urlHash, site, depth, score] rows), and
-  sends to many partitions in one pipeline. One entry per link costs a stream entry and a
+  entry (field `v1`: a compact JSON list of [url, urlHash, site, depth, score] rows, with
+  [mustCrawl, referrer] appended when either is set), and sends to many partitions in one
+  pipeline. One entry per link costs a stream entry and a
   command per URL; bench/link_routing.py measures the difference.
 - The owner reads with `XRANGE` after the last entry id it has queued (no consumer groups:
   the position lives in the owner's checkpoint, so a new owner resumes from the old owner's
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trawl.cluster.redis_coord import LUA_NOW_MS, LuaScript, unavailable_as_trawl_error
 from trawl.errors import DataError
@@ -52,13 +53,25 @@ return {redis.call('XLEN', KEYS[1]), first[1], last[1], now_ms - first_ms}
 
 @dataclass(frozen=True, slots=True)
 class RoutedLink:
-    """A link found on one machine for a site whose partition another machine owns."""
+    """A link (or seed) for a site's partition, on its way to that partition's owner.
+
+    `must_crawl` marks seeds and operator URLs (the owner checks them against its exact
+    table, never the Bloom filter); `referrer` is the site the link was found on, which
+    raises the target site's importance as it does in embedded mode; `line`, `kind` and
+    `parts` are the frontier line, URL kind and score parts the finder chose (it holds the
+    in-link counts that scored it). A seed's line and score are the owner's to choose.
+    """
 
     url: str
     url_hash: str
     site: str
     depth: int
     score: float
+    must_crawl: bool = False
+    referrer: str = ""
+    line: int = 0  # Line.FAST
+    kind: int = 0  # UrlKind.PAGE
+    parts: str = ""
 
     def __post_init__(self) -> None:
         if len(self.url_hash) != 32:
@@ -85,15 +98,29 @@ class StreamInfo:
 
 
 def encode_batch(links: Sequence[RoutedLink]) -> str:
-    rows = [[x.url, x.url_hash, x.site, x.depth, x.score] for x in links]
+    rows: list[list[object]] = []
+    for x in links:
+        row: list[object] = [x.url, x.url_hash, x.site, x.depth, x.score]
+        if x.must_crawl or x.referrer or x.line or x.kind or x.parts:
+            row += [int(x.must_crawl), x.referrer, x.line, x.kind, x.parts]
+        rows.append(row)
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode_row(row: list[Any]) -> RoutedLink:
+    url, h, site, depth, score, *rest = row  # JSON values: checked by the conversions
+    must_crawl, referrer, line, kind, parts = rest if rest else (0, "", 0, 0, "")
+    return RoutedLink(
+        str(url), str(h), str(site), int(depth), float(score),
+        bool(must_crawl), str(referrer), int(line), int(kind), str(parts),
+    )  # fmt: skip
 
 
 def decode_batch(entry_id: str, fields: Mapping[str, str]) -> LinkBatch:
     """Raises DataError for an entry this version did not write (say, a newer encoding)."""
     try:
         rows = json.loads(fields[FIELD])
-        links = tuple(RoutedLink(url, h, site, int(d), float(s)) for url, h, site, d, s in rows)
+        links = tuple(_decode_row(row) for row in rows)
     except (KeyError, ValueError, TypeError) as error:
         raise DataError(f"link stream entry {entry_id}: not a {FIELD} batch ({error})") from error
     return LinkBatch(entry_id, links)

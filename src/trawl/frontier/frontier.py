@@ -13,7 +13,7 @@ with the page records, so "page stored" and "its links queued" are one atomic st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trawl.frontier.leases import LeaseBook
 from trawl.frontier.site_schedule import ScheduleStats, SiteSchedule
@@ -21,7 +21,7 @@ from trawl.model import CrawlUrl, Lease, Line, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +60,11 @@ class Frontier:
         return total
 
     # -- adding -------------------------------------------------------------------------
-    def enqueue(self, item: CrawlUrl, ready_at: float = 0.0) -> None:
+    def enqueue(self, item: CrawlUrl, ready_at: float = 0.0, attempts: int = 0) -> None:
         self._begin()
         self._conn.execute(
             "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at, kind, score,"
-            " score_parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " score_parts, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.site,
                 int(item.line),
@@ -75,6 +75,7 @@ class Frontier:
                 int(item.kind),
                 item.score,
                 item.score_parts,
+                attempts,
             ),
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
@@ -192,6 +193,31 @@ class Frontier:
 
     def next_ready_at(self) -> float | None:
         return self._schedule.next_ready_at()
+
+    # -- moving sites between machines (cluster mode) -----------------------------------
+    def queued_sites(self) -> list[str]:
+        """Every site with a queued URL (leased ones included)."""
+        return [site for (site,) in self._conn.execute("SELECT DISTINCT site FROM queue")]
+
+    def rows_of(self, sites: Iterable[str]) -> list[tuple[Any, ...]]:
+        """The queued rows of `sites` as (site, line, url, url_hash, depth, discovered_at,
+        attempts, kind, score, score_parts), leased ones included (not yet done)."""
+        out: list[tuple[Any, ...]] = []
+        for site in sites:
+            out += self._conn.execute(
+                "SELECT site, line, url, url_hash, depth, discovered_at, attempts, kind, score,"
+                " score_parts FROM queue WHERE site = ? ORDER BY id",
+                (site,),
+            ).fetchall()
+        return out
+
+    def drop_sites(self, sites: Iterable[str]) -> int:
+        """Forget `sites` and their queued URLs (none may be leased: their partition moved
+        to another machine, which now holds them). Returns the URLs dropped."""
+        sites = list(sites)
+        self._begin()
+        self._conn.executemany("DELETE FROM queue WHERE site = ?", [(s,) for s in sites])
+        return self._schedule.drop_sites(sites)
 
     # -- inspection ---------------------------------------------------------------------
     def queued(self) -> int:

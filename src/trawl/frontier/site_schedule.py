@@ -22,8 +22,12 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trawl.model import Line
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _LINES = len(Line)
 
@@ -122,7 +126,9 @@ class SiteSchedule:
 
     def release(self, site: str, ready_at: float) -> None:
         """The busy site is free again from `ready_at` on."""
-        slot = self._slots[site]
+        slot = self._slots.get(site)
+        if slot is None:
+            return  # dropped while busy (drop_sites)
         if not slot.busy:
             raise ValueError(f"{site} released while not busy")
         slot.busy = False
@@ -158,13 +164,30 @@ class SiteSchedule:
         idle = [s for s, slot in self._slots.items() if not slot.busy and not sum(slot.counts)]
         for site in idle:
             del self._slots[site]
+        self._sweep()
+        return len(idle)
+
+    def drop_sites(self, sites: Iterable[str]) -> int:
+        """Forget these sites and their work (their partition moved to another machine);
+        busy ones too: their turn's release is then a no-op. Returns the URLs forgotten."""
+        dropped = 0
+        for site in sites:
+            slot = self._slots.pop(site, None)
+            if slot is not None:
+                for line in Line:
+                    self._queued[line] -= slot.counts[line]
+                    dropped += slot.counts[line]
+        self._sweep()
+        return dropped
+
+    def _sweep(self) -> None:
+        """Drop heap and FIFO entries of sites that no longer have a slot."""
         self._heap = [e for e in self._heap if e[2] in self._slots]
         heapq.heapify(self._heap)
         for fifo in self._ready:
             kept = [entry for entry in fifo if entry[0] in self._slots]
             fifo.clear()
             fifo.extend(kept)
-        return len(idle)
 
     def stats(self) -> ScheduleStats:
         busy = sum(1 for slot in self._slots.values() if slot.busy)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from trawl.model import PageFetchedEvent, PageRecord
+    from trawl.store.records_sqlite import DuePage
+    from trawl.store.warc_record import EncodedRecord
 
 
 class PageRecords(Protocol):
@@ -36,3 +38,34 @@ class EventLog(Protocol):
         """Events with offset >= from_offset, oldest first."""
 
     def last_offset(self) -> int: ...
+
+
+class Records(PageRecords, HostRecords, EventLog, Protocol):
+    """Everything the crawl loop asks of its record store (SQLite or PostgreSQL).
+
+    Writes join an open batch; `commit()` makes the batch durable (in cluster mode: hands it
+    to the node's publisher, which commits it after the links and WARC bytes it depends on).
+    """
+
+    def begin(self) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def take_due(self, now: float, limit: int) -> list[DuePage]: ...
+
+    def last_fetched(self, url_hashes: list[str]) -> dict[str, float]: ...
+
+    def make_due(self, url_hashes: list[str], at: float) -> int: ...
+
+    def set_near_duplicate_of(self, url_hash: str, main_url: str) -> None: ...
+
+
+class WarcSink(Protocol):
+    """Where encoded WARC records go: local files (`WarcWriter`) or object-storage chunks."""
+
+    def append(self, record: EncodedRecord) -> str:
+        """Add the record; returns its storage key."""
+
+    def sync(self) -> None: ...
+
+    def close(self) -> None: ...

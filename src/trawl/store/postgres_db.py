@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS pages (
 CREATE INDEX IF NOT EXISTS pages_site ON pages (site);
 CREATE INDEX IF NOT EXISTS pages_due ON pages (due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pages_fetched ON pages (last_fetched_at, url_hash);
+CREATE INDEX IF NOT EXISTS pages_partition ON pages (partition, last_fetched_at);
 CREATE TABLE IF NOT EXISTS hosts (site TEXT PRIMARY KEY, record JSONB NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     event_offset BIGINT PRIMARY KEY,  -- dense from 1, in commit order

@@ -23,6 +23,10 @@ How this works
   must be the same function on every node and map to a fixed space (say 1024 slots), so
   ownership can move between nodes without rewriting rows.
 
+- Cluster nodes split a commit in two (`take_batch`, later `commit_batch`): the batch is cut
+  when its WARC chunk is sealed and committed only once the chunk is uploaded and the links
+  its pages found are sent. Meanwhile reads still see it (`get_page`, `get_host`).
+
 Used from one thread (the crawl's event loop); reads are one round trip each.
 """
 
@@ -60,7 +64,7 @@ _UPSERT_PAGE = (
     " storage_key = EXCLUDED.storage_key, record = EXCLUDED.record, due_at = EXCLUDED.due_at,"
     " kind = EXCLUDED.kind, partition = EXCLUDED.partition"
 )
-_CLEAR_DUE = "UPDATE pages SET due_at = NULL WHERE url_hash = ANY(%s)"
+_HOLD_DUE = "UPDATE pages SET due_at = %s WHERE url_hash = ANY(%s)"
 _MAKE_DUE = "UPDATE pages SET due_at = %s WHERE url_hash = ANY(%s) AND due_at > %s"
 _SET_NEAR_DUPLICATE = (
     "UPDATE pages SET record = jsonb_set(record, '{nearDuplicateOf}', to_jsonb(%s::text))"
@@ -160,6 +164,7 @@ class PostgresRecords:
         self._conn = conn
         self._partition_of = partition_of
         self._batch = _Batch()
+        self._sending: list[_Batch] = []  # cut by take_batch, not yet committed
         self._commits = 0
         self._events_written = 0
         self._last_commit_s = 0.0
@@ -184,9 +189,25 @@ class PostgresRecords:
     def commit(self) -> None:
         """Send the batch and its events in one transaction (one round trip); raises
         DataError if it failed, and then the batch is lost whole."""
+        self.commit_batch(self.take_batch())
+
+    def take_batch(self) -> object:
+        """Cut the pending writes off into a batch of their own, for `commit_batch` later
+        (reads keep seeing it until then); a later batch must not be committed before it."""
         batch, self._batch = self._batch, _Batch()
-        if not batch.size():
-            return
+        self._sending.append(batch)
+        return batch
+
+    def commit_batch(self, batch: object) -> None:
+        """`commit()` for a batch from `take_batch`; on failure it is lost whole (DataError)."""
+        assert isinstance(batch, _Batch)
+        try:
+            if batch.size():
+                self._commit_batch(batch)
+        finally:
+            self._sending.remove(batch)
+
+    def _commit_batch(self, batch: _Batch) -> None:
         started = time.perf_counter()
         with self._errors("commit"):
             try:
@@ -251,6 +272,8 @@ class PostgresRecords:
 
     def get_page(self, url_hash: str) -> PageRecord | None:
         row = self._batch.pages.get(url_hash)
+        for sending in reversed(self._sending):
+            row = row or sending.pages.get(url_hash)
         if row is not None:
             return page_from_json(loads_record(row.record, "page record"))
         rows = self._query("SELECT record::text FROM pages WHERE url_hash = %s", (url_hash,))
@@ -282,11 +305,18 @@ class PostgresRecords:
 
     # -- recrawl ------------------------------------------------------------------------
     def take_due(
-        self, now: float, limit: int, partitions: Collection[int] | None = None
+        self,
+        now: float,
+        limit: int,
+        partitions: Collection[int] | None = None,
+        *,
+        hold_s: float | None = None,
     ) -> list[DuePage]:
         """Up to `limit` pages whose nextFetchAt has come, earliest first (of `partitions`
         only, when given); they leave the due index (the caller queues them in the same
-        batch)."""
+        batch). With `hold_s` they come due again `hold_s` later instead of leaving it: a
+        cluster node's queue is not in this transaction, and a node that dies with the page
+        queued must not lose its refetch (the fetch's record sets the next due time)."""
         where, params = self._due_filter(partitions)
         stored = self._query(
             f"SELECT {_PAGE_COLUMNS} FROM pages WHERE due_at <= %s {where}"
@@ -299,10 +329,11 @@ class PostgresRecords:
         taken = candidates[:limit]
         if not taken:
             return []
+        held = None if hold_s is None else now + hold_s
         for row in taken:
-            row.due_at = None
+            row.due_at = held
             self._batch.pages[row.url_hash] = row
-        self._batch.add(_CLEAR_DUE, ([row.url_hash for row in taken],))
+        self._batch.add(_HOLD_DUE, (held, [row.url_hash for row in taken]))
         return [row.due_page() for row in taken]
 
     def due_count(self, now: float, partitions: Collection[int] | None = None) -> int:
@@ -342,6 +373,15 @@ class PostgresRecords:
             )
             out.update((h, float(at)) for h, at in rows)
         return out
+
+    def fetched_since(self, partition: int, since: float) -> list[str]:
+        """urlHashes of the partition's pages fetched at or after `since` (committed ones):
+        what a partition's new owner must count as seen beyond its checkpoint."""
+        rows = self._query(
+            "SELECT url_hash FROM pages WHERE partition = %s AND last_fetched_at >= %s",
+            (partition, since),
+        )
+        return [h for (h,) in rows]
 
     def make_due(self, url_hashes: list[str], at: float) -> int:
         """Bring the refetch of waiting pages forward to `at` (a sitemap's lastmod said so)."""
@@ -398,6 +438,8 @@ class PostgresRecords:
 
     def get_host(self, site: str) -> dict[str, object] | None:
         text = self._batch.hosts.get(site)
+        for sending in reversed(self._sending):
+            text = text or sending.hosts.get(site)
         if text is None:
             rows = self._query("SELECT record::text FROM hosts WHERE site = %s", (site,))
             text = rows[0][0] if rows else None

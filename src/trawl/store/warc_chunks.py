@@ -213,6 +213,10 @@ class WarcChunkWriter:
         self.upload(batch)
         return batch
 
+    def sync(self) -> None:
+        """Nothing to do: a chunk is durable once `upload` returns (the WarcSink port's
+        checkpoint step; the node's publisher uploads every sealed chunk)."""
+
     def close(self) -> None:
         """Flush and refuse further appends; idempotent."""
         if self._closed:

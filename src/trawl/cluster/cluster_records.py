@@ -1,0 +1,176 @@
+"""A cluster node's record store: PostgreSQL records whose commits wait for what they name.
+
+A page record may only commit once (1) the links its page found are in their partitions'
+streams and (2) its body is in an uploaded WARC chunk. So a commit has two halves:
+
+- `commit()` (sync, called wherever the crawl loop commits) *cuts*: in one step, with no await
+  in between, it takes the link buffers, seals the open WARC chunk and cuts the pending
+  PostgreSQL batch off, and commits the node's local SQLite (the frontier: a cache of the
+  partitions' state, which their checkpoints and streams can rebuild).
+- `publish()` (async, run by the commit loop after each commit) completes the cuts in order:
+  send the links (one pipeline), upload the chunks (in a worker thread), commit the batch.
+
+If Redis or the object store fails, the cut waits and the next `publish` tries again from the
+step that failed (sending links and uploading chunks are both safe to repeat). If PostgreSQL
+refuses a batch, the batch is lost and the DataError stops the node: the partitions' next
+owners fetch those pages again, as after a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.errors import DataError
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable, Collection, Iterator
+
+    from trawl.cluster.link_router import LinkBuffers
+    from trawl.cluster.redis_links import RedisLinks, RoutedLink
+    from trawl.model import PageFetchedEvent, PageRecord
+    from trawl.store.records_postgres import PostgresRecords
+    from trawl.store.records_sqlite import DuePage
+    from trawl.store.warc_chunks import ChunkBatch, WarcChunkWriter
+
+log = logging.getLogger(__name__)
+
+# A due page taken into a node's queue comes due again this much later unless its fetch
+# records a new due time first: a node that dies with it queued does not lose the refetch.
+DUE_HOLD_S = 3600.0
+
+
+@dataclass(slots=True)
+class _Cut:
+    links: dict[int, list[RoutedLink]]
+    chunks: ChunkBatch
+    batch: object
+    links_sent: bool = False
+    chunks_uploaded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PublishStats:
+    cuts_waiting: int
+    published: int
+    failures: int
+    last_failure: str
+
+
+class ClusterRecords:
+    """The `Records` port over PostgreSQL, with commits ordered after links and bodies."""
+
+    def __init__(
+        self,
+        records: PostgresRecords,
+        *,
+        local: sqlite3.Connection,
+        warc: WarcChunkWriter,
+        buffers: LinkBuffers,
+        links: RedisLinks,
+        owned: Callable[[], Collection[int]],
+    ) -> None:
+        self.pg = records
+        self._local = local
+        self._warc = warc
+        self._buffers = buffers
+        self._links = links
+        self._owned = owned
+        self._cuts: deque[_Cut] = deque()
+        self._lock = asyncio.Lock()
+        self._published = 0
+        self._failures = 0
+        self._last_failure = ""
+
+    def __repr__(self) -> str:
+        return f"<ClusterRecords cuts_waiting={len(self._cuts)} published={self._published}>"
+
+    def stats(self) -> PublishStats:
+        return PublishStats(len(self._cuts), self._published, self._failures, self._last_failure)
+
+    # -- the two halves of a commit ------------------------------------------------------
+    def begin(self) -> None:
+        """Nothing: batches are always open."""
+
+    def commit(self) -> None:
+        links = self._buffers.take()
+        chunks = self._warc.seal()
+        batch = self.pg.take_batch()
+        if self._local.in_transaction:
+            self._local.execute("COMMIT")
+        self._cuts.append(_Cut(links, chunks, batch))
+
+    async def publish(self) -> None:
+        """Complete every cut so far, oldest first; stops at a Redis or object-store failure
+        (the next call resumes there)."""
+        async with self._lock:
+            while self._cuts:
+                cut = self._cuts[0]
+                try:
+                    await self._complete(cut)
+                except (CoordinatorUnavailable, DataError) as exc:
+                    if cut.links_sent and cut.chunks_uploaded:
+                        raise  # PostgreSQL refused: the batch is gone, stop the node
+                    self._failures += 1
+                    self._last_failure = str(exc)
+                    log.warning("publishing a commit failed, will retry: %s", exc)
+                    return
+                self._cuts.popleft()
+                self._published += 1
+
+    async def _complete(self, cut: _Cut) -> None:
+        if not cut.links_sent:
+            if cut.links:
+                await self._links.send_many(cut.links.items())
+            cut.links_sent = True
+        if not cut.chunks_uploaded:
+            if cut.chunks.chunks:
+                await asyncio.to_thread(self._warc.upload, cut.chunks)
+            cut.chunks_uploaded = True
+        self.pg.commit_batch(cut.batch)
+
+    # -- the rest of the port: PostgreSQL's ------------------------------------------------
+    def put_page(self, record: PageRecord, event: PageFetchedEvent | None) -> None:
+        self.pg.put_page(record, event)
+
+    def get_page(self, url_hash: str) -> PageRecord | None:
+        return self.pg.get_page(url_hash)
+
+    def iter_pages(self) -> Iterator[PageRecord]:
+        return self.pg.iter_pages()
+
+    def take_due(self, now: float, limit: int) -> list[DuePage]:
+        """Due pages of the partitions this node may fetch now (held, not cleared)."""
+        owned = self._owned()
+        if not owned:
+            return []
+        return self.pg.take_due(now, limit, owned, hold_s=DUE_HOLD_S)
+
+    def last_fetched(self, url_hashes: list[str]) -> dict[str, float]:
+        return self.pg.last_fetched(url_hashes)
+
+    def make_due(self, url_hashes: list[str], at: float) -> int:
+        return self.pg.make_due(url_hashes, at)
+
+    def set_near_duplicate_of(self, url_hash: str, main_url: str) -> None:
+        self.pg.set_near_duplicate_of(url_hash, main_url)
+
+    def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
+        return self.pg.read_events(from_offset, limit)
+
+    def last_offset(self) -> int:
+        return self.pg.last_offset()
+
+    def put_host(self, site: str, record: dict[str, object]) -> None:
+        self.pg.put_host(site, record)
+
+    def get_host(self, site: str) -> dict[str, object] | None:
+        return self.pg.get_host(site)
+
+    def iter_hosts(self) -> Iterator[tuple[str, dict[str, object]]]:
+        return self.pg.iter_hosts()

@@ -1,0 +1,328 @@
+"""One machine of a trawl cluster: the crawl loop, fed and gated by the partitions it owns.
+
+How this works:
+- The crawl loop runs as in embedded mode on a local working directory (SQLite frontier,
+  in-link counts), with three differences set on its CrawlContext: `gate` lets it fetch only
+  sites of partitions this node holds and has loaded; `router` sends every URL it discovers
+  to the link stream of the URL's partition (this node's own included), so the streams plus
+  the partitions' checkpoints hold every discovered URL, whatever machine dies; and records go
+  to PostgreSQL, bodies to object storage, in that order after the links (cluster_records).
+- `consume` reads the streams of the loaded partitions from each one's position, claims
+  every URL in the partition's seen slice and queues the new ones locally.
+- `on_acquired` (lease won): load the partition's latest checkpoint (queue rows, seen slice,
+  stream position), count the pages fetched since then as seen, and drop queued rows that
+  were fetched meanwhile; the stream is then replayed from the checkpoint's position. Each
+  site of the partition gets a full politeness gap after the take-over, whatever its last
+  owner did after its last host record.
+- `on_handover` (assigned away): the gate already says no; wait for the partition's running
+  turns, write its host records, commit and publish, checkpoint, then forget it locally. The
+  lease is released only after this returns (ownership_shell), so the next owner starts
+  from this checkpoint and never fetches while we do.
+- Every `checkpoint_interval_s` each changed partition is checkpointed, and its stream
+  trimmed up to the position the checkpoint covers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trawl.cluster import checkpoint_keys
+from trawl.cluster.partition_checkpoint import PartitionCheckpoint, QueuedRow, decode
+from trawl.cluster.partitions import partition_of
+from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.cluster.redis_links import START, RoutedLink
+from trawl.errors import DataError
+from trawl.model import CrawlUrl, Line, UrlKind
+
+if TYPE_CHECKING:
+    from trawl.cluster.cluster_records import ClusterRecords
+    from trawl.cluster.ownership_shell import OwnershipShell
+    from trawl.cluster.redis_links import RedisLinks
+    from trawl.crawl_context import CrawlContext
+    from trawl.seen.partitioned import PartitionedSeen
+    from trawl.store.blobs import BlobStore
+
+log = logging.getLogger(__name__)
+
+READ_ENTRIES = 64  # stream entries per partition per read (each a batch of links)
+IDLE_READ_S = 0.2  # how long the consumer waits when no stream had anything new
+KEEP_CHECKPOINTS = 2  # per partition; older ones are deleted after a new one is written
+# Pages fetched this long before a checkpoint may still have been queued in it (a leased
+# row whose page committed after the checkpoint): their hashes join the seen slice too.
+FETCHED_SLACK_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    loaded: int
+    acquired: int
+    handed_over: int
+    checkpoints: int
+    links_consumed: int
+    links_new: int
+    rows_restored: int
+    rows_skipped_fetched: int
+
+
+class ClusterNode:
+    def __init__(
+        self,
+        *,
+        ctx: CrawlContext,
+        records: ClusterRecords,
+        links: RedisLinks,
+        blobs: BlobStore,
+        seen: PartitionedSeen,
+        partitions: int,
+        checkpoint_interval_s: float,
+    ) -> None:
+        self.ctx = ctx
+        self.records = records
+        self.links = links
+        self.blobs = blobs
+        self.seen = seen
+        self.partitions = partitions
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.shell: OwnershipShell | None = None  # set by the wiring (it needs our callbacks)
+        self._positions: dict[int, str] = {}  # loaded partitions → last stream entry queued
+        self._generation: dict[int, int] = {}
+        self._acquired_at: dict[int, float] = {}
+        self._changed: set[int] = set()
+        self._checkpointed_at: dict[int, float] = {}
+        self._counts = dict.fromkeys(
+            ("acquired", "handed_over", "checkpoints", "consumed", "new", "restored", "skipped"),
+            0,
+        )
+        ctx.gate = self
+        ctx.publish = records.publish
+        ctx.restarted_at = self._restarted_at
+        ctx.resumed = True  # a site may have been fetched by another machine just now
+
+    def __repr__(self) -> str:
+        return f"<ClusterNode loaded={len(self._positions)} {self.records!r}>"
+
+    def stats(self) -> NodeStats:
+        c = self._counts
+        return NodeStats(
+            len(self._positions), c["acquired"], c["handed_over"], c["checkpoints"],
+            c["consumed"], c["new"], c["restored"], c["skipped"],
+        )  # fmt: skip
+
+    @functools.lru_cache(maxsize=1 << 16)  # noqa: B019 - one node per process, lives as long
+    def partition(self, site: str) -> int:
+        return partition_of(site, self.partitions)
+
+    # -- the gate -------------------------------------------------------------------------
+    def may_fetch(self, site: str) -> bool:
+        partition = self.partition(site)
+        return (
+            partition in self._positions
+            and self.shell is not None
+            and self.shell.may_fetch(partition)
+        )
+
+    def owned(self) -> set[int]:
+        """Partitions loaded here and fetchable now."""
+        return {p for p in self._positions if self.shell is not None and self.shell.may_fetch(p)}
+
+    def _restarted_at(self, site: str) -> float:
+        return max(self.ctx.started_at, self._acquired_at.get(self.partition(site), 0.0))
+
+    # -- taking a partition over ----------------------------------------------------------
+    async def on_acquired(self, partition: int, token: int) -> None:
+        if partition in self._positions:
+            self._forget(partition)  # lost and won again: rebuild from the shared state
+        checkpoint = await self._latest_checkpoint(partition)
+        since = 0.0
+        rows: tuple[QueuedRow, ...] = ()
+        position = START
+        if checkpoint is not None:
+            self.seen.load_slice(partition, checkpoint.seen_slice)
+            since = checkpoint.taken_at - FETCHED_SLACK_S
+            rows, position = checkpoint.queue, checkpoint.stream_id
+        fetched = self.records.pg.fetched_since(partition, since)
+        self.seen.add(partition, fetched)
+        self._restore(rows, set(fetched))
+        self._acquired_at[partition] = self.ctx.clock.now()
+        self._positions[partition] = position
+        self._generation[partition] = self._generation.get(partition, 0) + 1
+        self._counts["acquired"] += 1
+        log.info(
+            "partition %d: taken over (token %d, %d rows, stream after %s)",
+            partition, token, len(rows), position,
+        )  # fmt: skip
+
+    async def _latest_checkpoint(self, partition: int) -> PartitionCheckpoint | None:
+        prefix = checkpoint_keys.prefix_for(partition)
+        keys = await asyncio.to_thread(lambda: list(self.blobs.iter_keys(prefix)))
+        latest = checkpoint_keys.latest(keys).get(partition)
+        if latest is None:
+            return None
+        data = await asyncio.to_thread(self.blobs.get, latest.key)
+        return decode(data, latest.key)
+
+    def _restore(self, rows: tuple[QueuedRow, ...], fetched: set[str]) -> None:
+        ctx = self.ctx
+        for row in rows:
+            if row.url_hash in fetched:  # its page was stored after the checkpoint
+                self._counts["skipped"] += 1
+                continue
+            item = CrawlUrl(
+                row.url, row.url_hash, row.site, row.depth, Line(row.line), row.discovered_at,
+                UrlKind(row.kind), row.score, row.score_parts,
+            )  # fmt: skip
+            ctx.frontier.enqueue(item, attempts=row.attempts)
+            self._counts["restored"] += 1
+        ctx.commit()
+
+    # -- handing a partition over ---------------------------------------------------------
+    async def on_handover(self, partition: int, token: int | None) -> None:
+        if partition not in self._positions:
+            return
+        await self._wait_turns_done(partition)
+        if token is not None:
+            await self.checkpoint(partition, token)
+        self._forget(partition)
+        self._counts["handed_over"] += 1
+        log.info("partition %d: handed over", partition)
+
+    async def _wait_turns_done(self, partition: int) -> None:
+        """Until no turn of the partition's sites runs (the gate stops new ones); bounded
+        by the fetch timeout plus the time a page's outcome may take."""
+        ctx = self.ctx
+        deadline = time.monotonic() + ctx.settings.fetch.total_timeout_s + 30.0
+        while time.monotonic() < deadline and self._has_turns(partition):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)  # turns end in many places; polling is simplest
+
+    def _has_turns(self, partition: int) -> bool:
+        return any(self.partition(site) == partition for site in self.ctx.in_turn)
+
+    def _sites_of(self, partition: int) -> list[str]:
+        sites = set(self.ctx.frontier.queued_sites()) | set(self.ctx.sites)
+        return [site for site in sites if self.partition(site) == partition]
+
+    def _forget(self, partition: int) -> None:
+        ctx = self.ctx
+        sites = self._sites_of(partition)
+        ctx.frontier.drop_sites(sites)
+        for site in sites:
+            ctx.sites.pop(site, None)
+            ctx.blocked_sites.discard(site)
+        self.seen.drop(partition)
+        self._positions.pop(partition, None)
+        self._changed.discard(partition)
+        ctx.commit()
+
+    # -- checkpoints ------------------------------------------------------------------------
+    async def checkpoint(self, partition: int, token: int) -> None:
+        """Publish everything so far, then write the partition's checkpoint and trim its
+        stream up to the position the checkpoint covers."""
+        ctx = self.ctx
+        sites = self._sites_of(partition)
+        for site in sites:
+            ctx.write_host(site)
+        position = self._positions[partition]
+        ctx.commit()
+        await self.records.publish()
+        rows = tuple(QueuedRow(*row) for row in ctx.frontier.rows_of(sites))
+        taken_at = time.time()
+        data = PartitionCheckpoint(
+            partition, token, taken_at, position, rows, self.seen.slice_bytes(partition)
+        ).encode()
+        key = checkpoint_keys.key_for(partition, token, taken_at)
+        await asyncio.to_thread(self.blobs.put, key, data)
+        self._checkpointed_at[partition] = taken_at
+        self._changed.discard(partition)
+        self._counts["checkpoints"] += 1
+        if position != START:
+            with contextlib.suppress(CoordinatorUnavailable):  # trimmed after the next one
+                await self.links.trim_through(partition, position)
+        await asyncio.to_thread(self._delete_old_checkpoints, partition)
+
+    def _delete_old_checkpoints(self, partition: int) -> None:
+        keys = list(self.blobs.iter_keys(checkpoint_keys.prefix_for(partition)))
+        parsed = sorted(k for k in map(checkpoint_keys.parse, keys) if k is not None)
+        for old in parsed[:-KEEP_CHECKPOINTS]:
+            self.blobs.delete(old.key)
+
+    async def checkpoint_loop(self) -> None:
+        """Checkpoint each changed partition every `checkpoint_interval_s`."""
+        while not self.ctx.stopping:
+            await asyncio.sleep(min(1.0, self.checkpoint_interval_s))
+            now = time.time()
+            for partition in sorted(self._changed):
+                token = self._token(partition)
+                due = self._checkpointed_at.get(partition, 0.0) + self.checkpoint_interval_s
+                if token is None or now < due or partition not in self._positions:
+                    continue
+                try:
+                    await self.checkpoint(partition, token)
+                except DataError as exc:
+                    log.warning("partition %d: checkpoint failed, will retry: %s", partition, exc)
+
+    def _token(self, partition: int) -> int | None:
+        if self.shell is None or not self.shell.may_fetch(partition):
+            return None
+        return self.shell.token(partition)
+
+    # -- the link streams -----------------------------------------------------------------
+    async def consume(self) -> None:
+        """Queue what the loaded partitions' streams bring, until the crawl stops."""
+        while not self.ctx.stopping:
+            try:
+                got = await self.consume_once()
+            except CoordinatorUnavailable as exc:
+                log.warning("reading link streams failed, will retry: %s", exc)
+                got = 0
+            if not got:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(IDLE_READ_S):
+                        await self.ctx.wait_stopped()
+
+    async def consume_once(self) -> int:
+        """One read of every loaded partition's stream; returns the links read."""
+        positions = dict(self._positions)
+        if not positions:
+            return 0
+        generations = {p: self._generation[p] for p in positions}
+        batches = await self.links.read_many(positions, READ_ENTRIES)
+        read = 0
+        for partition, entries in batches.items():
+            if not entries or self._generation.get(partition) != generations[partition]:
+                continue  # forgotten or taken over afresh while we read
+            if partition not in self._positions:
+                continue
+            for entry in entries:
+                for link in entry.links:
+                    self._accept(partition, link)
+                read += len(entry.links)
+                self._positions[partition] = entry.entry_id
+            self._changed.add(partition)
+        self._counts["consumed"] += read
+        return read
+
+    def _accept(self, partition: int, link: RoutedLink) -> None:
+        ctx = self.ctx
+        if link.referrer and link.referrer != link.site:
+            ctx.note_referrer(link.site, link.referrer)
+        if not self.seen.claim(partition, link.url_hash, must_crawl=link.must_crawl):
+            return
+        now = ctx.clock.now()
+        if link.must_crawl:
+            score, parts, line = ctx.scores.seed(link.url, ctx.site_referrers(link.site))
+            item = CrawlUrl(link.url, link.url_hash, link.site, 0, line, now, score=score,
+                            score_parts=parts)  # fmt: skip
+        else:
+            item = CrawlUrl(
+                link.url, link.url_hash, link.site, link.depth, Line(link.line), now,
+                UrlKind(link.kind), link.score, link.parts,
+            )  # fmt: skip
+        if ctx.queue_new(item, must_crawl=link.must_crawl):
+            ctx.stats.links_new += 1
+            self._counts["new"] += 1

@@ -1,0 +1,91 @@
+"""`trawl node --cluster FILE [--node-id ID]`: run one machine of a cluster until SIGTERM.
+
+The parser is built without importing the cluster adapters; `cmd_node` imports them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trawl.errors import DataError
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "node",
+        help="run one machine of a trawl cluster (until SIGTERM/SIGINT)",
+        description="Join the cluster FILE names, crawl the partitions this node is given,"
+        " and on SIGTERM/SIGINT hand them over and exit 0. Seeds given here are sent to"
+        " their partitions' owners.",
+    )
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    p.add_argument("--cluster", type=Path, required=True, metavar="FILE", help="cluster file")
+    p.add_argument("--node-id", help="this node's member id (default: the host name)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        help="local cache directory, emptied at start (default: ./trawl-node-<node id>)",
+    )
+    for flag, kwargs in _SHARED_OPTIONS:
+        p.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_node)
+
+
+_SHARED_OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
+    ("--resolve", {"action": "append", "default": None, "metavar": "HOST:IP",
+                   "help": "map a name (or *.suffix) to an address, like curl; repeatable"}),
+    ("--hosts-file", {"help": "file of 'IP host...' lines"}),
+    ("--dns-server", {"help": "resolve names through this DNS server IP[:PORT]"}),
+    ("--allow-private", {"action": "store_true", "default": None,
+                         "help": "allow loopback/private addresses for names not mapped"}),
+    ("--user-agent", {"help": "full User-Agent (must name trawl and a contact URL)"}),
+    ("--contact", {"help": "contact URL for the User-Agent (required)"}),
+    ("--config", {"type": Path, "help": "TOML config file"}),
+)  # fmt: skip
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    # Imported here: redis, boto3 and psycopg add start-up time to every other command.
+    from trawl.cli import run_async
+    from trawl.cluster.cluster_file import load_cluster_file
+    from trawl.cluster.node_wiring import default_node_id, run_node
+    from trawl.config import load_settings, with_overrides
+    from trawl.wiring import normalise_rules, normalise_seeds, read_seeds
+
+    cluster = load_cluster_file(args.cluster)
+    settings = with_overrides(
+        load_settings(args.config),
+        crawl={
+            "user_agent": args.user_agent,
+            "contact_url": args.contact,
+            "continuous": True,  # a node runs until told to stop
+            "max_pages": 0,
+            "max_time_s": 0.0,
+        },
+        network={
+            "resolve": tuple(args.resolve) if args.resolve else None,
+            "hosts_file": args.hosts_file,
+            "dns_server": args.dns_server,
+            "allow_private": args.allow_private,
+        },
+    )
+    seeds = normalise_seeds(read_seeds(args.urls, args.seeds_file), normalise_rules(settings))
+    node_id = args.node_id or default_node_id()
+    work = args.work or Path(f"trawl-node-{node_id}")
+    if (work / "trawl.db").exists() and not (work / "NODE").exists():
+        raise DataError(f"{work}: holds an embedded crawl's data; a node needs its own directory")
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "NODE").write_text(f"cache of trawl node {node_id}; emptied at start\n")
+    summary = run_async(run_node(settings, cluster, node_id, work, sys.stderr, seeds=seeds))
+    print(
+        f"node {node_id}: {summary.pages_fetched} pages fetched, {summary.pages_stored} stored"
+        f" in {summary.seconds:.1f} s; partitions taken {summary.acquired},"
+        f" handed over {summary.handed_over}; {summary.checkpoints} checkpoints"
+    )
+    return 0

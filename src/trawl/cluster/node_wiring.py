@@ -1,0 +1,238 @@
+"""Builds and runs one cluster node (`trawl node`): the cluster adapters' wiring.
+
+It lives apart from `wiring.py` so that embedded commands never import redis, boto3 or
+psycopg (each adds start-up time); like `wiring.py`, it is the only place here that reads
+Settings and picks adapters.
+
+The node's local directory holds a cache only (the SQLite frontier of the partitions it
+owns, its in-link counts): everything durable is in Redis, PostgreSQL and object storage, so
+the directory is emptied at start. It is locked while the node runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from trawl import __version__
+from trawl.cluster.cluster_records import ClusterRecords
+from trawl.cluster.link_router import LinkBuffers
+from trawl.cluster.node import ClusterNode
+from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
+from trawl.cluster.partitions import partition_of
+from trawl.cluster.redis_coord import ClusterKeys, CoordinatorUnavailable, connect, ensure_layout
+from trawl.cluster.redis_ip_gate import RedisIpGate
+from trawl.cluster.redis_leases import RedisLeases
+from trawl.cluster.redis_links import RedisLinks
+from trawl.cluster.redis_members import RedisMembers
+from trawl.crawl import Crawler
+from trawl.errors import DataError
+from trawl.progress import report_progress
+from trawl.seen.partitioned import PartitionedSeen
+from trawl.store.blobs_s3 import S3BlobStore
+from trawl.store.postgres_db import open_postgres
+from trawl.store.records_postgres import PostgresRecords
+from trawl.store.warc_chunks import WarcChunkWriter
+from trawl.wiring import IP_GAP_MARGIN_S, add_seeds, build_context, lock_data_dir
+
+if TYPE_CHECKING:
+    import sqlite3
+    from pathlib import Path
+
+    from trawl.cluster.cluster_file import ClusterSettings
+    from trawl.cluster.redis_coord import RedisClient
+    from trawl.config import Settings
+    from trawl.crawl_context import CrawlContext
+
+log = logging.getLogger(__name__)
+
+# Local files of a node's directory, removed at start (the directory is a cache).
+_CACHE_FILES = ("trawl.db", "trawl.db-wal", "trawl.db-shm", "inlinks.bin", "seen.bloom")
+IP_HOLD_TTL_S_EXTRA = 5.0  # an IP slot outlives the longest fetch by this much
+
+
+def default_node_id() -> str:
+    return socket.gethostname().split(".")[0] or "node"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    pages_fetched: int
+    pages_stored: int
+    seconds: float
+    acquired: int
+    handed_over: int
+    checkpoints: int
+
+
+class SharedIpSlots:
+    """The `SharedIpGate` port over `RedisIpGate`: waits for a slot, and turns Redis being
+    unreachable into 'no request now' (the turn ends in a retry)."""
+
+    def __init__(self, gate: RedisIpGate) -> None:
+        self._gate = gate
+
+    async def acquire(self, ip: str) -> bool:
+        try:
+            while (wait_s := await self._gate.try_acquire(ip)) is not None:  # noqa: ASYNC110
+                await asyncio.sleep(max(wait_s, 0.01))  # the slot is in Redis: poll it
+        except CoordinatorUnavailable as exc:
+            log.warning("per-IP slot on %s: %s", ip, exc)
+            return False
+        return True
+
+    async def release(self, ip: str) -> None:
+        with contextlib.suppress(CoordinatorUnavailable):
+            await self._gate.release(ip)
+
+
+def _empty_cache(work_dir: Path) -> None:
+    for name in _CACHE_FILES:
+        (work_dir / name).unlink(missing_ok=True)
+
+
+def cluster_timing(settings: Settings) -> ClusterTiming:
+    n = settings.node
+    return ClusterTiming(
+        member_ttl_s=n.member_ttl_s,
+        lease_ttl_s=n.lease_ttl_s,
+        margin_s=n.margin_s,
+        renew_after_s=n.renew_after_s,
+        retry_s=n.retry_s,
+        request_timeout_s=n.request_timeout_s,
+        fetch_timeout_s=settings.fetch.total_timeout_s,
+    )
+
+
+async def run_node(
+    settings: Settings,
+    cluster: ClusterSettings,
+    node_id: str,
+    work_dir: Path,
+    out: TextIO,
+    *,
+    seeds: list[tuple[str, str, str]] | None = None,
+) -> NodeSummary:
+    """Run one node until SIGINT/SIGTERM, then hand its partitions over and return."""
+    timing = cluster_timing(settings)  # a bad combination fails before anything starts
+    with lock_data_dir(work_dir):
+        _empty_cache(work_dir)
+        client = await connect(cluster.redis_url)
+        try:
+            keys = ClusterKeys(cluster.name)
+            await ensure_layout(client, keys, cluster.partitions)
+            return await _run(
+                settings, cluster, node_id, work_dir, out, client, keys, timing, seeds or []
+            )
+        finally:
+            await client.aclose()
+
+
+async def _run(
+    settings: Settings,
+    cluster: ClusterSettings,
+    node_id: str,
+    work_dir: Path,
+    out: TextIO,
+    client: RedisClient,
+    keys: ClusterKeys,
+    timing: ClusterTiming,
+    seeds: list[tuple[str, str, str]],
+) -> NodeSummary:
+    blobs = await asyncio.to_thread(S3BlobStore, cluster.bucket())
+    pg_conn = await asyncio.to_thread(open_postgres, cluster.postgres_dsn)
+    n = cluster.partitions
+    pg = PostgresRecords(pg_conn, partition_of=lambda site: partition_of(site, n))
+    links = RedisLinks(client, keys)
+    buffers = LinkBuffers(n, sent_capacity=settings.seen.expected_urls)
+    warc = WarcChunkWriter(blobs, node_id=node_id, software=f"trawl/{__version__}")
+    seen = PartitionedSeen(
+        expected_urls=settings.seen.expected_urls,
+        fp_rate=settings.seen.false_positive_rate,
+        partitions=n,
+    )
+    holder: dict[str, ClusterRecords] = {}
+    node_ref: list[ClusterNode] = []
+
+    def make_records(local: sqlite3.Connection) -> ClusterRecords:
+        holder["records"] = ClusterRecords(
+            pg, local=local, warc=warc, buffers=buffers, links=links,
+            owned=lambda: node_ref[0].owned() if node_ref else set(),
+        )  # fmt: skip
+        return holder["records"]
+
+    ctx = build_context(settings, work_dir, records=make_records, warc=warc, seen=seen)
+    ctx.owner = node_id
+    ctx.router = buffers
+    p = settings.politeness
+    ctx.shared_ip_gate = SharedIpSlots(
+        RedisIpGate(
+            client, keys, node_id,
+            max_in_flight=p.per_ip_max_in_flight,
+            min_gap_s=p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
+            hold_ttl_s=settings.fetch.total_timeout_s + IP_HOLD_TTL_S_EXTRA,
+        )
+    )  # fmt: skip
+    node = ClusterNode(
+        ctx=ctx, records=holder["records"], links=links, blobs=blobs, seen=seen,
+        partitions=n, checkpoint_interval_s=settings.node.checkpoint_interval_s,
+    )  # fmt: skip
+    node_ref.append(node)
+    shell = OwnershipShell(
+        member_id=node_id,
+        partitions=n,
+        members=RedisMembers(client, keys),
+        leases=RedisLeases(client, keys),
+        timing=timing,
+        on_acquired=node.on_acquired,
+        on_handover=node.on_handover,
+        info={"version": __version__, "host": socket.gethostname(), "started": str(time.time())},
+    )
+    node.shell = shell
+    add_seeds(ctx, seeds)  # routed: sent with the first publish
+    try:
+        return await _crawl(ctx, node, shell, out)
+    finally:
+        with contextlib.suppress(DataError):
+            await ctx.close()
+            await holder["records"].publish()  # the final cut of close()'s checkpoint
+        pg_conn.close()
+        blobs.close()
+
+
+async def _crawl(
+    ctx: CrawlContext, node: ClusterNode, shell: OwnershipShell, out: TextIO
+) -> NodeSummary:
+    loop = asyncio.get_running_loop()
+    started = time.monotonic()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, ctx.request_stop)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            ownership = tasks.create_task(shell.run())
+            tasks.create_task(node.consume())
+            tasks.create_task(node.checkpoint_loop())
+            progress = tasks.create_task(report_progress(ctx, out, is_tty=False))
+            await Crawler(ctx).run()  # returns once stopping and its turns are done
+            progress.cancel()
+            await node.records.publish()
+            await shell.stop()  # hands every partition over: checkpoint, then release
+            await ownership
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    s = node.stats()
+    return NodeSummary(
+        ctx.stats.pages_fetched,
+        ctx.stats.pages_stored,
+        time.monotonic() - started,
+        s.acquired,
+        s.handed_over,
+        s.checkpoints,
+    )

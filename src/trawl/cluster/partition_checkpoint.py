@@ -1,0 +1,87 @@
+"""A partition's checkpoint: what a new owner needs to carry on where the last one stopped.
+
+Contents: the partition's queued URLs (the local frontier's rows of its sites), its seen-set
+slice, the link-stream position the checkpoint covers (every entry up to it is in the queue
+or the seen slice), and when and under which fencing token it was taken. Host clocks and
+robots rules are not here: they are host records in PostgreSQL, written before the checkpoint.
+
+Format: gzip of a JSON header line, then the seen slice's bytes. Pure: bytes in, values out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import zlib
+from dataclasses import dataclass
+
+from trawl.errors import DataError
+
+FORMAT = "trawl-partition-checkpoint/1"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRow:
+    """A frontier row as it travels between owners (leases and ids stay behind)."""
+
+    site: str
+    line: int
+    url: str
+    url_hash: str
+    depth: int
+    discovered_at: float
+    attempts: int
+    kind: int
+    score: float
+    score_parts: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCheckpoint:
+    partition: int
+    fence: int  # the lease's fencing token when it was taken
+    taken_at: float  # epoch seconds
+    stream_id: str  # the last link-stream entry it covers
+    queue: tuple[QueuedRow, ...]
+    seen_slice: bytes
+
+    def encode(self) -> bytes:
+        header = {
+            "format": FORMAT,
+            "partition": self.partition,
+            "fence": self.fence,
+            "takenAt": self.taken_at,
+            "streamId": self.stream_id,
+            "queue": [list(dataclasses.astuple(r)) for r in self.queue],
+        }
+        text = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
+        return gzip.compress(text.encode() + b"\n" + self.seen_slice, compresslevel=6)
+
+
+def decode(data: bytes, where: str) -> PartitionCheckpoint:
+    """Raises DataError naming `where` when the bytes are not a checkpoint this version reads."""
+    try:
+        raw = gzip.decompress(data)
+        line, sep, seen_slice = raw.partition(b"\n")
+        header = json.loads(line)
+        if not sep or header.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} file")
+        queue = tuple(
+            QueuedRow(
+                str(site), int(line_no), str(url), str(url_hash), int(depth), float(found_at),
+                int(attempts), int(kind), float(score), str(parts),
+            )
+            for site, line_no, url, url_hash, depth, found_at, attempts, kind, score, parts
+            in header["queue"]
+        )  # fmt: skip
+        return PartitionCheckpoint(
+            int(header["partition"]),
+            int(header["fence"]),
+            float(header["takenAt"]),
+            str(header["streamId"]),
+            queue,
+            seen_slice,
+        )
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{where}: damaged partition checkpoint ({exc})") from None

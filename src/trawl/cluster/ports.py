@@ -1,0 +1,34 @@
+"""What the crawl loop asks of cluster mode: whose sites it may fetch, where new URLs go.
+
+Both are None in embedded mode (`CrawlContext.gate`, `CrawlContext.router`); the node
+(`cluster/node.py`) provides them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from trawl.model import CrawlUrl
+
+
+class PartitionGate(Protocol):
+    def may_fetch(self, site: str) -> bool:
+        """True while this machine holds, and has loaded, the lease of the site's partition."""
+
+
+class LinkRouter(Protocol):
+    def route(self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "") -> None:
+        """Send a discovered URL to its partition's owner (no I/O: buffered until the next
+        commit, which sends the buffers before the records that found the URLs)."""
+
+
+class SharedIpGate(Protocol):
+    """The per-IP cap across machines (sites sharing a server may sit in partitions owned
+    by different machines); taken after the machine's own `IpGate`."""
+
+    async def acquire(self, ip: str) -> bool:
+        """Wait for a slot on `ip`; False when the coordinator can't be asked (no request)."""
+
+    async def release(self, ip: str) -> None:
+        """Give the slot back (never raises: a lost slot expires on its own)."""
