@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.servers.s3 import empty_bucket, s3_server  # noqa: F401 - s3_server: a fixture
+from tests.servers.s3 import empty_bucket
 
 from trawl.errors import ConfigError, DataError, UsageError
 from trawl.store.blobs import MAX_KEY_BYTES, BlobNotFound, BlobStore
@@ -31,7 +31,7 @@ def new_bucket_name() -> str:
 
 
 @pytest.fixture(scope="module")
-def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:  # noqa: F811
+def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:
     # One bucket for the module (a new bucket costs SeaweedFS ~0.4 s), emptied after each
     # test. 5 MB parts: put_file's multipart path runs on a test-sized file.
     bucket = s3_server.bucket_named("trawl-blobs")
@@ -309,7 +309,7 @@ def test_s3_settings_name_what_is_missing():
         S3Bucket.resolve("", endpoint_url="http://x", access_key_id="a", secret_access_key="b")
 
 
-def test_s3_refuses_a_wrong_secret(s3_server: S3Server):  # noqa: F811
+def test_s3_refuses_a_wrong_secret(s3_server: S3Server):
     bucket = replace(s3_server.bucket_named(s3_server.bucket), secret_access_key="wrong")
     with pytest.raises(DataError, match=r"s3 http://127\.0\.0\.1:\d+/trawl-test: .*failed"):
         S3BlobStore(bucket, max_attempts=1)
@@ -330,7 +330,7 @@ def test_s3_unreachable_server_is_a_data_error():
         S3BlobStore(bucket, max_attempts=2, connect_timeout_s=0.5)
 
 
-def test_s3_store_repr_names_endpoint_and_bucket(s3_server: S3Server):  # noqa: F811
+def test_s3_store_repr_names_endpoint_and_bucket(s3_server: S3Server):
     with S3BlobStore(s3_server.bucket_named(s3_server.bucket)) as store:
         text = repr(store)
     assert s3_server.endpoint in text
@@ -338,7 +338,7 @@ def test_s3_store_repr_names_endpoint_and_bucket(s3_server: S3Server):  # noqa: 
     assert s3_server.secret_access_key not in text
 
 
-def test_s3_bucket_creation_is_idempotent(s3_server: S3Server):  # noqa: F811
+def test_s3_bucket_creation_is_idempotent(s3_server: S3Server):
     bucket = s3_server.bucket_named(new_bucket_name())
     with S3BlobStore(bucket) as first, S3BlobStore(bucket) as second:
         first.put("k", b"v")

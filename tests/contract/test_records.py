@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-pytest_plugins = ["tests.servers.postgres"]
 
 Records = SqliteRecords | PostgresRecords
 

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from tests.servers.postgres import PostgresServer
 
-pytest_plugins = ["tests.servers.postgres"]
 
 # Refuses to insert an event for a URL containing "poison": the failure comes after the batch's
 # pages were written and its offsets taken, the worst moment for a rollback.

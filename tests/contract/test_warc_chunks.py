@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.servers.s3 import empty_bucket, s3_server  # noqa: F401 - s3_server: a fixture
+from tests.servers.s3 import empty_bucket
 from warcio.archiveiterator import ArchiveIterator
 
 from trawl.errors import DataError, UsageError
@@ -50,7 +50,7 @@ class FakeClock:
 
 
 @pytest.fixture(scope="module")
-def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:  # noqa: F811
+def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:
     with S3BlobStore(s3_server.bucket_named("trawl-chunks")) as store:
         empty_bucket(store)
         yield store

@@ -53,12 +53,14 @@ class Cluster:
     env: dict[str, str]
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def start_node(self, node_id: str, *seeds: str) -> subprocess.Popen[bytes]:
+    def start_node(
+        self, node_id: str, *seeds: str, extra: tuple[str, ...] = ()
+    ) -> subprocess.Popen[bytes]:
         command = [
             sys.executable, "-m", "trawl", "node", *seeds, "--cluster", str(self.file),
             "--node-id", node_id, "--work", str(self.tmp / f"work-{node_id}"),
             "--hosts-file", str(self.web.hosts_file), "--contact", CONTACT,
-            "--config", str(self.config),
+            "--config", str(self.config), *extra,
         ]  # fmt: skip
         with (self.tmp / f"{node_id}.log").open("ab") as log:  # the child keeps its own copy
             proc = subprocess.Popen(command, stdout=log, stderr=log, env=self.env)

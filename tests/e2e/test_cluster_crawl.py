@@ -10,17 +10,14 @@ import asyncio
 import time
 from collections import Counter
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.cluster_support import Cluster, running_cluster
-from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-    redis_cluster_fixture,
-    redis_server_fixture,
-    redis_single_fixture,
-)
-from tests.servers.s3 import s3_server  # noqa: F401 - fixture, used by name
+from tests.e2e.serve_support import TOKEN, free_port, get_json, http_get, send_json
 
-from trawl.cluster.partitions import assign
+from trawl.cluster.partitions import assign, partition_of
 from trawl.cluster.redis_coord import ClusterKeys, connect
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.testweb.politeness import check_politeness
@@ -33,7 +30,6 @@ if TYPE_CHECKING:
     from tests.servers.redis import RedisServer
     from tests.servers.s3 import S3Server
 
-pytest_plugins = ["tests.servers.postgres"]
 
 ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt", "/sitemap.xml"}
 PARTITIONS = 64
@@ -86,6 +82,41 @@ def check_complete(cluster: Cluster, fetched: Counter[tuple[str, str]]) -> None:
     assert events[0] == bodies, "every stored body has its page.fetched event"
 
 
+def check_api(cluster: Cluster, base: str, redis: RedisServer) -> None:
+    """One node's API answers for the whole cluster: records, bodies and events from the
+    shared stores, and a site's limits applied by its owner, whichever node that is."""
+    seed = cluster.web.seeds[0]
+    page = get_json(base, f"/v1/pages?url={seed}")
+    status, body, kind = http_get(base, f"/v1/pages/{page['urlHash']}/body")
+    assert (status, kind.split(";")[0]) == (200, "text/html")
+    assert b"<a" in body
+    events = get_json(base, "/v1/events?from=1&limit=3")["events"]
+    assert [e["offset"] for e in events] == [1, 2, 3]
+    status, text, _ = http_get(base, "/metrics")
+    assert status == 200
+    samples = {
+        s.name: s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+        if s.name.startswith("trawl_cluster_")
+    }
+    assert samples["trawl_cluster_members_live"] == 3, samples
+    assert samples["trawl_cluster_partitions_unleased"] == 0, samples
+    site = urlsplit(seed).hostname or ""
+    owner = owners(cluster, redis)[partition_of(site, PARTITIONS)]
+    print(f"limits for {site} (owned by {owner}) through n2's API")
+    status, answer = send_json(base, f"/v1/hosts/{site}/limits", b'{"crawlDelay": 7}', method="PUT")
+    assert status == 200, answer
+    assert answer["override"]["crawlDelay"] == 7
+    assert answer["inForce"]["crawlDelay"] == 7
+    host = get_json(base, f"/v1/hosts/{site}")
+    assert host["override"]["crawlDelay"] == 7, "the owner wrote it to the shared host record"
+    status, answer = send_json(base, f"/v1/hosts/{site}/limits", b"", method="DELETE")
+    assert (status, answer["override"]) == (200, None), answer
+    status, _ = send_json(base, f"/v1/hosts/{site}/limits", b'{"paused": true}', None, "PUT")
+    assert status == 401, "writes still need the token"
+
+
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[TestWebProcess]:
     with TestWebProcess(sites=12, pages=20, workdir=tmp_path) as running:
@@ -94,15 +125,19 @@ def web(tmp_path: Path) -> Iterator[TestWebProcess]:
 
 def test_three_nodes_fetch_every_page_once_politely(
     tmp_path: Path, web: TestWebProcess, redis_single: RedisServer,
-    s3_server: S3Server,  # noqa: F811 - the fixture
+    s3_server: S3Server,
     postgres_dsn: str,
 ) -> None:  # fmt: skip
     expected = web.web.expected_fetches(web.port)
+    port = free_port()
     with running_cluster(tmp_path, web, redis_single, s3_server, postgres_dsn) as cluster:
-        for node_id in ("n1", "n2", "n3"):
-            cluster.start_node(node_id, *(web.seeds if node_id == "n1" else ()))
+        cluster.env["TRAWL_API_TOKEN"] = TOKEN
+        cluster.start_node("n1", *web.seeds)
+        cluster.start_node("n2", extra=("--listen", f"127.0.0.1:{port}"))
+        cluster.start_node("n3")
         wait_owned_by(cluster, redis_single, ["n1", "n2", "n3"], 30)
         cluster.wait_for("every page", lambda: expected <= set(fetched_pages(web)), 150)
+        check_api(cluster, f"http://127.0.0.1:{port}", redis_single)
         codes = cluster.stop_all()
         assert codes == {"n1": 0, "n2": 0, "n3": 0}, {n: cluster.log_of(n)[-2000:] for n in codes}
         fetched = fetched_pages(web)
@@ -115,7 +150,7 @@ def test_three_nodes_fetch_every_page_once_politely(
 
 def test_scale_out_then_kill_9_loses_nothing(
     tmp_path: Path, web: TestWebProcess, redis_single: RedisServer,
-    s3_server: S3Server,  # noqa: F811 - the fixture
+    s3_server: S3Server,
     postgres_dsn: str,
 ) -> None:  # fmt: skip
     expected = web.web.expected_fetches(web.port)

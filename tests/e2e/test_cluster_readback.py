@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.servers.s3 import s3_server  # noqa: F401 - a fixture
 
 from trawl.cli import main
 from trawl.model import PageFetchedEvent, PageRecord
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 
     from trawl.store.warc_record import EncodedRecord
 
-pytest_plugins = ["tests.servers.postgres"]
 
 T0 = 1_760_000_000.0
 BODY = b"<html><body><p>hello from the cluster</p></body></html>"
@@ -158,7 +156,7 @@ def write_records(records: SqliteRecords | PostgresRecords, body_key: str) -> No
 
 
 @pytest.fixture
-def crawl(postgres_dsn: str, s3_server: S3Server, tmp_path: Path) -> Crawl:  # noqa: F811
+def crawl(postgres_dsn: str, s3_server: S3Server, tmp_path: Path) -> Crawl:
     bucket = f"trawl-{uuid.uuid4().hex[:12]}"
     data_key = write_data_dir(tmp_path / "data")
     cluster_key = write_cluster(postgres_dsn, s3_server, bucket)
@@ -236,7 +234,7 @@ def test_missing_page_and_missing_body_are_one_line_errors(
 
 def test_body_whose_object_is_gone_is_a_one_line_error(
     crawl: Crawl,
-    s3_server: S3Server,  # noqa: F811
+    s3_server: S3Server,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     object_key = crawl.cluster_key.rsplit(":", 2)[0]
@@ -249,7 +247,7 @@ def test_body_whose_object_is_gone_is_a_one_line_error(
 
 def test_unreachable_postgres_is_a_one_line_error(
     tmp_path: Path,
-    s3_server: S3Server,  # noqa: F811
+    s3_server: S3Server,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     dsn = "postgresql://trawl:s3cret@127.0.0.1:1/trawl"

@@ -17,11 +17,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-    redis_cluster_fixture,
-    redis_single_fixture,
-)
-
 from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
 from trawl.cluster.partitions import assign, moved, owned_by
 from trawl.cluster.redis_coord import ClusterKeys, connect, ensure_layout

@@ -8,10 +8,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-    free_port,
-    redis_single_fixture,
-)
+from tests.servers.redis import free_port
 
 from trawl.cli import main
 from trawl.cluster.cluster_seeds import BATCH_LINKS

@@ -18,11 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-    free_port,
-    redis_single_fixture,
-)
-from tests.servers.s3 import s3_server  # noqa: F401 - a fixture
+from tests.servers.redis import free_port
 
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.partitions import assign
@@ -101,7 +97,7 @@ def put_checkpoints(store: S3BlobStore, tokens: dict[int, int], now: float) -> d
 
 
 @pytest.fixture
-def cluster(redis_single: RedisServer, s3_server: S3Server, tmp_path: Path) -> Cluster:  # noqa: F811
+def cluster(redis_single: RedisServer, s3_server: S3Server, tmp_path: Path) -> Cluster:
     name, bucket = f"t{uuid.uuid4().hex[:10]}", f"trawl-{uuid.uuid4().hex[:12]}"
     tokens = asyncio.run(populate(redis_single.url, name))
     now = time.time()
@@ -165,7 +161,7 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     return done.stderr
 
 
-def test_an_unreachable_redis_is_one_line_and_exit_2(s3_server: S3Server, tmp_path: Path) -> None:  # noqa: F811
+def test_an_unreachable_redis_is_one_line_and_exit_2(s3_server: S3Server, tmp_path: Path) -> None:
     url = f"redis://:hunter2@127.0.0.1:{free_port(cluster=False)}/0"
     path = write_file(tmp_path / "c.toml", "t-down", url, s3_server, "trawl-down")
     err = one_line_error(trawl("cluster", "status", "--cluster", str(path)))
@@ -175,7 +171,7 @@ def test_an_unreachable_redis_is_one_line_and_exit_2(s3_server: S3Server, tmp_pa
 
 def test_an_unreachable_s3_is_one_line_and_exit_2(
     redis_single: RedisServer,
-    s3_server: S3Server,  # noqa: F811
+    s3_server: S3Server,
     tmp_path: Path,
 ) -> None:
     down = s3_server._replace(endpoint=f"http://127.0.0.1:{free_port(cluster=False)}")

@@ -13,12 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 from redis.asyncio import RedisCluster
 from redis.crc import key_slot
-from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-    free_port,
-    redis_cluster_fixture,
-    redis_server_fixture,
-    redis_single_fixture,
-)
+from tests.servers.redis import free_port
 
 from trawl.cluster.redis_coord import (
     ClusterKeys,

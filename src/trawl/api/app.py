@@ -17,14 +17,14 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from trawl import __version__
+from trawl.api.crawl_view import LIMITS_WAIT_S
 from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
 from trawl.errors import DataError, InvalidUrl
 from trawl.politeness.site_limits import checked_limits
-from trawl.store.warc import read_record
+from trawl.politeness.site_state import SiteState
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import origin_of, site_of_normalised
-from trawl.wiring import WARC_DIR
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from trawl.api.crawl_view import CrawlView
     from trawl.crawl_context import CrawlContext
     from trawl.model import PageRecord
-    from trawl.politeness.site_state import SiteState
+    from trawl.politeness.site_limits import SiteLimits
 
 
 _EVENT_POLL_S = 0.2
@@ -136,7 +136,7 @@ def _add_page_routes(app: FastAPI, view: CrawlView) -> None:
         if not record.storage_key:
             raise HTTPException(404, f"{record.url}: no body stored")
         try:
-            stored = read_record(view.ctx.data_dir / WARC_DIR, record.storage_key)
+            stored = view.read_body(record.storage_key)
         except DataError as exc:
             raise HTTPException(500, f"stored body unreadable: {exc}") from None
         media_type = stored.header("Content-Type") or "text/html"
@@ -186,7 +186,7 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
             )  # fmt: skip
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        return await view.on_crawl(lambda: limits_answer(ctx, ctx.set_site_limits(site, limits)))
+        return await apply_limits(site, limits)
 
     @app.delete(
         "/v1/hosts/{host}/limits",
@@ -195,7 +195,20 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
     )
     async def delete_limits(host: str) -> dict[str, Any]:
         site = site_of_host(host)
-        return await view.on_crawl(lambda: limits_answer(ctx, ctx.set_site_limits(site, None)))
+        return await apply_limits(site, None)
+
+    async def apply_limits(site: str, limits: SiteLimits | None) -> dict[str, Any]:
+        if view.shared is None:
+            return await view.on_crawl(
+                lambda: limits_answer(ctx, ctx.set_site_limits(site, limits))
+            )
+        override = None if limits is None else limits.to_json()
+        record = await view.limits_via_owner(site, override)
+        if record is None:
+            raise HTTPException(
+                504, f"sent to {site}'s owner, not applied within {LIMITS_WAIT_S:g} s yet"
+            )
+        return limits_answer(ctx, SiteState.from_host_record(record, ctx.trap_policy))
 
 
 def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:

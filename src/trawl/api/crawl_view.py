@@ -11,27 +11,38 @@ reads at idle speed, whatever the crawl is doing. What each kind of read goes th
   never sees a half-updated set of numbers and no lock is needed.
 - Live crawl state (site states, seeds, limits): `on_crawl` runs the call on the crawl loop
   and waits for it there, at the crawl loop's pace; nothing else touches that state.
+- Cluster mode (`SharedStores`): records, events and host records come from PostgreSQL
+  (a connection per API thread), bodies from object storage, and a site's new limits go to
+  its partition's owner through the partition's link stream; the answer waits until the
+  owner has applied them (its host record shows the override).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trawl.api.stats_history import StatsHistory, StatsSample, count_by_class
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.wiring import DB_NAME
+from trawl.store.warc import read_record
+from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+    from prometheus_client.metrics_core import Metric
 
     from trawl.crawl_context import CrawlContext
+    from trawl.store.ports import RecordReader
+    from trawl.store.warc_record import StoredBody
 
 T = TypeVar("T")
 
+LIMITS_WAIT_S = 5.0  # cluster mode: how long a limits call waits for the owner to apply them
 PUBLISH_INTERVAL_S = 1.0
 HISTORY_EVERY = 2  # a history sample every this many snapshots (2 s)
 RATE_WINDOW_S = 10.0  # "pages/s now" is over about this long
@@ -134,11 +145,22 @@ def history_sample(ctx: CrawlContext, now: float) -> StatsSample:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SharedStores:
+    """Cluster mode: where the API reads, and how a site's limits reach its owner."""
+
+    open_records: Callable[[], RecordReader]  # one per API thread
+    read_body: Callable[[str], StoredBody]  # a storage key's response record
+    send_limits: Callable[[str, dict[str, Any] | None], Awaitable[object]]  # crawl loop
+    cluster_metrics: Callable[[], Iterable[Metric]]  # the cluster's status, for /metrics
+
+
 class CrawlView:
     """The API's window on one crawl; built on the crawl loop, used from the API's."""
 
-    def __init__(self, ctx: CrawlContext) -> None:
+    def __init__(self, ctx: CrawlContext, shared: SharedStores | None = None) -> None:
         self.ctx = ctx
+        self.shared = shared
         self.crawl_loop = asyncio.get_running_loop()
         self.history = StatsHistory()
         self.snapshot = CrawlSnapshot()
@@ -160,19 +182,46 @@ class CrawlView:
             at = max(at + interval_s, self.ctx.clock.now())  # no catch-up burst after a stall
             await self.ctx.clock.sleep_until(at)
 
-    def records(self) -> SqliteRecords:
+    def records(self) -> RecordReader:
         """Committed records and events through this thread's own read-only connection."""
-        records: SqliteRecords | None = getattr(self._local, "records", None)
+        records: RecordReader | None = getattr(self._local, "records", None)
         if records is None:
-            self._local.conn = open_database(self.ctx.data_dir / DB_NAME, readonly=True)
-            records = self._local.records = SqliteRecords(self._local.conn)
+            if self.shared is not None:
+                records = self.shared.open_records()
+            else:
+                conn = open_database(self.ctx.data_dir / DB_NAME, readonly=True)
+                records = SqliteRecords(conn)
+            self._local.records = records
         return records
 
     def close_records(self) -> None:
         """Close this thread's connection (the API thread, on its way out)."""
-        if getattr(self._local, "records", None) is not None:
-            self._local.conn.close()
-            self._local.records = self._local.conn = None
+        records: RecordReader | None = getattr(self._local, "records", None)
+        if records is not None:
+            records.close()
+            self._local.records = None
+
+    def read_body(self, storage_key: str) -> StoredBody:
+        """The response record a page record's storage key names (raises DataError)."""
+        if self.shared is not None:
+            return self.shared.read_body(storage_key)
+        return read_record(self.ctx.data_dir / WARC_DIR, storage_key)
+
+    async def limits_via_owner(
+        self, site: str, override: dict[str, Any] | None
+    ) -> dict[str, object] | None:
+        """Cluster mode: send the override to the site's owner and return its host record
+        once it shows the override; None if that took longer than LIMITS_WAIT_S."""
+        assert self.shared is not None
+        send = self.shared.send_limits
+        await self.on_crawl_async(lambda: send(site, override))
+        deadline = time.monotonic() + LIMITS_WAIT_S
+        while time.monotonic() < deadline:
+            record = self.records().get_host(site)
+            if record is not None and record.get("override") == override:
+                return record
+            await asyncio.sleep(0.1)
+        return None
 
     async def on_crawl(self, call: Callable[[], T]) -> T:
         """Run `call` on the crawl loop (the only place live crawl state may be touched)."""
@@ -181,6 +230,17 @@ class CrawlView:
 
         async def run() -> T:
             return call()
+
+        future = asyncio.run_coroutine_threadsafe(run(), self.crawl_loop)
+        return await asyncio.wrap_future(future)
+
+    async def on_crawl_async(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`on_crawl` for a coroutine (say, a Redis call on the crawl loop's client)."""
+        if asyncio.get_running_loop() is self.crawl_loop:
+            return await call()
+
+        async def run() -> T:
+            return await call()
 
         future = asyncio.run_coroutine_threadsafe(run(), self.crawl_loop)
         return await asyncio.wrap_future(future)

@@ -69,6 +69,9 @@ class CrawlCollector:
         yield _counter("trawl_skips", "URLs and pages skipped, by reason", "reason", snap.skipped)
         yield GaugeMetricFamily("trawl_snapshot_timestamp_seconds",
                                 "When the crawl loop published these numbers", snap.at)  # fmt: skip
+        shared = self.view.shared
+        if shared is not None:
+            yield from shared.cluster_metrics()
 
 
 def _counter(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:

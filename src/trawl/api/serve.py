@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Mapping
     from pathlib import Path
 
+    from trawl.api.crawl_view import SharedStores
     from trawl.crawl_context import CrawlContext
 
 DEFAULT_LISTEN = "127.0.0.1:8700"
@@ -77,10 +78,16 @@ def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str | Non
     return environ.get(TOKEN_ENV, "").strip() or None
 
 
-async def serve_api(ctx: CrawlContext, sock: socket.socket, token: str | None) -> None:
+async def serve_api(
+    ctx: CrawlContext,
+    sock: socket.socket,
+    token: str | None,
+    shared: SharedStores | None = None,
+) -> None:
     """Serve the API on `sock` from a thread and event loop of its own (see api.crawl_view
-    for why) until the crawl stops; the crawl loop publishes its snapshots meanwhile."""
-    view = CrawlView(ctx)
+    for why) until the crawl stops; the crawl loop publishes its snapshots meanwhile.
+    `shared`: a cluster node's stores (see CrawlView)."""
+    view = CrawlView(ctx, shared)
     view.publish()  # the first request already has numbers to read
     config = uvicorn.Config(
         build_app(view, token),

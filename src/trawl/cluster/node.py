@@ -39,6 +39,7 @@ from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.redis_links import START, RoutedLink
 from trawl.errors import DataError
 from trawl.model import CrawlUrl, Line, UrlKind
+from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 
 if TYPE_CHECKING:
     from trawl.cluster.cluster_records import ClusterRecords
@@ -299,6 +300,8 @@ class ClusterNode:
             if partition not in self._positions:
                 continue
             for entry in entries:
+                if entry.control is not None:
+                    self._apply(entry.control, entry.entry_id)
                 for link in entry.links:
                     self._accept(partition, link)
                 read += len(entry.links)
@@ -306,6 +309,22 @@ class ClusterNode:
             self._changed.add(partition)
         self._counts["consumed"] += read
         return read
+
+    def _apply(self, control: dict[str, object], entry_id: str) -> None:
+        """An operator's instruction sent through the stream (`limits`: a site's override,
+        null to remove it), applied as the embedded API applies it: at once, durably."""
+        site = control.get("site")
+        if control.get("op") != "limits" or not isinstance(site, str):
+            log.warning("link stream entry %s: unknown control %r skipped", entry_id, control)
+            return
+        try:
+            override = control.get("override")
+            floor = delay_floor_s(self.ctx.clock_policy.min_delay_s)  # as the API checks it
+            limits = None if override is None else SiteLimits.from_json(override, floor)
+        except DataError as exc:
+            log.warning("link stream entry %s: %s; skipped", entry_id, exc)
+            return
+        self.ctx.set_site_limits(site, limits)
 
     def _accept(self, partition: int, link: RoutedLink) -> None:
         ctx = self.ctx

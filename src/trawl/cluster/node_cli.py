@@ -5,6 +5,7 @@ The parser is built without importing the cluster adapters; `cmd_node` imports t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=Path,
         help="local cache directory, emptied at start (default: ./trawl-node-<node id>)",
     )
+    p.add_argument(
+        "--listen", metavar="HOST:PORT", help="serve the control API here (e.g. 127.0.0.1:8700)"
+    )
+    p.add_argument(
+        "--token-file", type=Path, help="operator token for the API's writes (or TRAWL_API_TOKEN)"
+    )
     for flag, kwargs in _SHARED_OPTIONS:
         p.add_argument(flag, **kwargs)  # type: ignore[arg-type]
     p.set_defaults(func=cmd_node)
@@ -52,6 +59,7 @@ _SHARED_OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
 
 def cmd_node(args: argparse.Namespace) -> int:
     # Imported here: redis, boto3 and psycopg add start-up time to every other command.
+    from trawl.api.serve import bind_listener, read_token
     from trawl.cli import run_async
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.cluster.node_wiring import default_node_id, run_node
@@ -76,13 +84,18 @@ def cmd_node(args: argparse.Namespace) -> int:
         },
     )
     seeds = normalise_seeds(read_seeds(args.urls, args.seeds_file), normalise_rules(settings))
+    api = None
+    if args.listen:  # bound before anything starts: a busy address is a one-line error
+        api = (bind_listener(args.listen), read_token(args.token_file, os.environ))
     node_id = args.node_id or default_node_id()
     work = args.work or Path(f"trawl-node-{node_id}")
     if (work / "trawl.db").exists() and not (work / "NODE").exists():
         raise DataError(f"{work}: holds an embedded crawl's data; a node needs its own directory")
     work.mkdir(parents=True, exist_ok=True)
     (work / "NODE").write_text(f"cache of trawl node {node_id}; emptied at start\n")
-    summary = run_async(run_node(settings, cluster, node_id, work, sys.stderr, seeds=seeds))
+    summary = run_async(
+        run_node(settings, cluster, node_id, work, sys.stderr, seeds=seeds, api=api)
+    )
     print(
         f"node {node_id}: {summary.pages_fetched} pages fetched, {summary.pages_stored} stored"
         f" in {summary.seconds:.1f} s; partitions taken {summary.acquired},"

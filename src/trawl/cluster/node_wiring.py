@@ -18,9 +18,11 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from trawl import __version__
+from trawl.api.crawl_view import SharedStores
+from trawl.api.serve import serve_api
 from trawl.cluster.cluster_records import ClusterRecords
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import ClusterNode
@@ -31,6 +33,7 @@ from trawl.cluster.redis_ip_gate import RedisIpGate
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
 from trawl.cluster.redis_members import RedisMembers
+from trawl.cluster.status_metrics import StatusCache, status_metrics
 from trawl.crawl import Crawler
 from trawl.errors import DataError
 from trawl.progress import report_progress
@@ -38,11 +41,12 @@ from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_s3 import S3BlobStore
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
-from trawl.store.warc_chunks import WarcChunkWriter
+from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
 from trawl.wiring import IP_GAP_MARGIN_S, add_seeds, build_context, lock_data_dir
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Coroutine
     from pathlib import Path
 
     from trawl.cluster.cluster_file import ClusterSettings
@@ -118,6 +122,7 @@ async def run_node(
     out: TextIO,
     *,
     seeds: list[tuple[str, str, str]] | None = None,
+    api: tuple[socket.socket, str | None] | None = None,
 ) -> NodeSummary:
     """Run one node until SIGINT/SIGTERM, then hand its partitions over and return."""
     timing = cluster_timing(settings)  # a bad combination fails before anything starts
@@ -128,7 +133,7 @@ async def run_node(
             keys = ClusterKeys(cluster.name)
             await ensure_layout(client, keys, cluster.partitions)
             return await _run(
-                settings, cluster, node_id, work_dir, out, client, keys, timing, seeds or []
+                settings, cluster, node_id, work_dir, out, client, keys, timing, seeds or [], api
             )
         finally:
             await client.aclose()
@@ -144,6 +149,7 @@ async def _run(
     keys: ClusterKeys,
     timing: ClusterTiming,
     seeds: list[tuple[str, str, str]],
+    api: tuple[socket.socket, str | None] | None,
 ) -> NodeSummary:
     blobs = await asyncio.to_thread(S3BlobStore, cluster.bucket())
     pg_conn = await asyncio.to_thread(open_postgres, cluster.postgres_dsn)
@@ -196,8 +202,20 @@ async def _run(
     )
     node.shell = shell
     add_seeds(ctx, seeds)  # routed: sent with the first publish
+    shared = SharedStores(
+        open_records=lambda: PostgresRecords(open_postgres(cluster.postgres_dsn)),
+        read_body=lambda key: read_record_from_blobs(blobs, key),
+        send_limits=lambda site, override: links.send_control(
+            partition_of(site, n), {"op": "limits", "site": site, "override": override}
+        ),
+        cluster_metrics=lambda: status_metrics(status.latest) if status.latest else iter(()),
+    )
+    status = StatusCache(cluster)
+    serve = None
+    if api is not None:
+        serve = _serving(serve_api(ctx, api[0], api[1], shared), status.run(ctx.wait_stopped))
     try:
-        return await _crawl(ctx, node, shell, out)
+        return await _crawl(ctx, node, shell, out, serve)
     finally:
         with contextlib.suppress(DataError):
             await ctx.close()
@@ -206,8 +224,19 @@ async def _run(
         blobs.close()
 
 
+async def _serving(api: Coroutine[Any, Any, None], status: Coroutine[Any, Any, None]) -> None:
+    """The API, and the cluster status its /metrics reports, until the crawl stops."""
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(status)
+        tasks.create_task(api)
+
+
 async def _crawl(
-    ctx: CrawlContext, node: ClusterNode, shell: OwnershipShell, out: TextIO
+    ctx: CrawlContext,
+    node: ClusterNode,
+    shell: OwnershipShell,
+    out: TextIO,
+    serve: Coroutine[Any, Any, None] | None,
 ) -> NodeSummary:
     loop = asyncio.get_running_loop()
     started = time.monotonic()
@@ -219,6 +248,8 @@ async def _crawl(
             tasks.create_task(node.consume())
             tasks.create_task(node.checkpoint_loop())
             progress = tasks.create_task(report_progress(ctx, out, is_tty=False))
+            if serve is not None:
+                tasks.create_task(serve)  # returns once the crawl is stopping
             await Crawler(ctx).run()  # returns once stopping and its turns are done
             progress.cancel()
             await node.records.publish()

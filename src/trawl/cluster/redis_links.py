@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from trawl.cluster.redis_coord import ClusterKeys, RedisClient
 
-FIELD = "v1"  # the entry's only field; a new encoding gets a new name
+FIELD = "v1"  # a link batch's only field; a new encoding gets a new name
+CONTROL_FIELD = "ctl1"  # an operator's instruction for the partition's owner (a JSON object)
 START = "0-0"  # the position before any entry
 
 # KEYS: stream. ARGV: after id, limit. Reply: entries after the id, counted up to the limit.
@@ -86,6 +87,7 @@ class LinkBatch:
 
     entry_id: str
     links: tuple[RoutedLink, ...]
+    control: dict[str, Any] | None = None  # a control entry: no links, this instead
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,14 @@ def _decode_row(row: list[Any]) -> RoutedLink:
 
 def decode_batch(entry_id: str, fields: Mapping[str, str]) -> LinkBatch:
     """Raises DataError for an entry this version did not write (say, a newer encoding)."""
+    if CONTROL_FIELD in fields:
+        try:
+            control = json.loads(fields[CONTROL_FIELD])
+        except ValueError as error:
+            raise DataError(f"link stream entry {entry_id}: damaged control ({error})") from None
+        if not isinstance(control, dict):
+            raise DataError(f"link stream entry {entry_id}: control is not a JSON object")
+        return LinkBatch(entry_id, (), control)
     try:
         rows = json.loads(fields[FIELD])
         links = tuple(_decode_row(row) for row in rows)
@@ -158,6 +168,13 @@ class RedisLinks:
         with unavailable_as_trawl_error(f"send {len(sending)} link batches"):
             ids = await pipe.execute()
         return [(partition, str(i)) for (partition, _), i in zip(sending, ids, strict=True)]
+
+    async def send_control(self, partition: int, control: Mapping[str, Any]) -> str:
+        """Append an instruction for the partition's owner (say, a site's new limits); it
+        travels in order with the links and, like them, stays until a checkpoint covers it."""
+        text = json.dumps(control, separators=(",", ":"))
+        with unavailable_as_trawl_error(f"send control to partition {partition}"):
+            return str(await self._client.xadd(self._keys.links(partition), {CONTROL_FIELD: text}))
 
     async def read_links(self, partition: int, after_id: str, count: int) -> list[LinkBatch]:
         """Up to `count` entries after `after_id` (START for all), oldest first."""

@@ -40,6 +40,12 @@ class EventLog(Protocol):
     def last_offset(self) -> int: ...
 
 
+class RecordReader(PageRecords, HostRecords, EventLog, Protocol):
+    """What the API and the read-back commands read (committed records only)."""
+
+    def close(self) -> None: ...
+
+
 class Records(PageRecords, HostRecords, EventLog, Protocol):
     """Everything the crawl loop asks of its record store (SQLite or PostgreSQL).
 

@@ -182,6 +182,10 @@ class PostgresRecords:
             self._commits, self._events_written, self._batch.size(), self._last_commit_s
         )
 
+    def close(self) -> None:
+        """Close the connection (a reader's; the crawl's closes with the node)."""
+        self._conn.close()
+
     # -- transactions -------------------------------------------------------------------
     def begin(self) -> None:
         """Nothing to do: a batch is always open, and goes to the server at commit()."""

@@ -84,6 +84,9 @@ class SqliteRecords:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
+    def close(self) -> None:
+        self._conn.close()
+
     # -- transactions -------------------------------------------------------------------
     def begin(self) -> None:
         if not self._conn.in_transaction:
