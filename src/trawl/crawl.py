@@ -51,15 +51,20 @@ class Crawler:
         ctx = self.ctx
         ctx.in_flight += 1
         ctx.in_turn[site] += 1
+        released = False
         try:
             lease = await self.requests.take_turn(site, line)
             if lease is not None:
                 previous = ctx.previous_record(lease.item)
                 result = await self.requests.fetch_page(lease, previous)
                 ctx.release_site(site)
+                released = True
                 await self.outcomes.handle(lease, result, previous)
         finally:
-            ctx.release_site(site)  # idempotent: a no-op when already released
+            # Only this turn's own hold: once released, the site may already belong to the
+            # next turn, which an outcome taking longer than the site's gap must not free.
+            if not released:
+                ctx.release_site(site)
             ctx.in_flight -= 1
             ctx.in_turn[site] -= 1
             if not ctx.in_turn[site]:

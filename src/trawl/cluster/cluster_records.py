@@ -3,12 +3,15 @@
 A page record may only commit once (1) the links its page found are in their partitions'
 streams and (2) its body is in an uploaded WARC chunk. So a commit has two halves:
 
-- `commit()` (sync, called wherever the crawl loop commits) *cuts*: in one step, with no await
-  in between, it takes the link buffers, seals the open WARC chunk and cuts the pending
-  PostgreSQL batch off, and commits the node's local SQLite (the frontier: a cache of the
-  partitions' state, which their checkpoints and streams can rebuild).
-- `publish()` (async, run by the commit loop after each commit) completes the cuts in order:
-  send the links (one pipeline), upload the chunks (in a worker thread), commit the batch.
+- `commit()` (sync, called wherever the crawl loop commits) commits the node's local SQLite
+  (the frontier: a cache of the partitions' state, which their checkpoints and streams can
+  rebuild); the shared stores' part waits for the next `publish`.
+- `publish()` (async, run by the commit loop after each commit, every 0.5 s) first *cuts*: in
+  one step, with no await in between, it takes the link buffers, seals the open WARC chunk
+  and cuts the pending PostgreSQL batch off. Then it completes the cuts in order: send the
+  links (one pipeline), upload the chunks (in a worker thread), commit the batch. Cutting
+  here rather than at each `commit()` keeps it to one cut per publish: the crawl loop
+  commits after every robots.txt, and a cut per commit queued hundreds of round trips.
 
 If Redis or the object store fails, the cut waits and the next `publish` tries again from the
 step that failed (sending links and uploading chunks are both safe to repeat). If PostgreSQL
@@ -98,17 +101,22 @@ class ClusterRecords:
         """Nothing: batches are always open."""
 
     def commit(self) -> None:
-        links = self._buffers.take()
-        chunks = self._warc.seal()
-        batch = self.pg.take_batch()
         if self._local.in_transaction:
             self._local.execute("COMMIT")
+
+    def _cut(self) -> None:
+        links = self._buffers.take()
+        chunks = self._warc.seal()
+        if not links and not chunks.chunks and not self.pg.stats().pending_writes:
+            return  # nothing written since the last cut
+        batch = self.pg.take_batch()
         self._cuts.append(_Cut(links, chunks, batch))
 
     async def publish(self) -> None:
-        """Complete every cut so far, oldest first; stops at a Redis or object-store failure
-        (the next call resumes there)."""
+        """Cut what was written so far, then complete every cut, oldest first; stops at a
+        Redis or object-store failure (the next call resumes there)."""
         async with self._lock:
+            self._cut()
             while self._cuts:
                 cut = self._cuts[0]
                 try:

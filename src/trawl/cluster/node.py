@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 READ_ENTRIES = 64  # stream entries per partition per read (each a batch of links)
 IDLE_READ_S = 0.2  # how long the consumer waits when no stream had anything new
 KEEP_CHECKPOINTS = 2  # per partition; older ones are deleted after a new one is written
+CHECKPOINT_BATCH = 64  # partitions checkpointed per second at most (one publish each batch)
+CHECKPOINT_UPLOADS = 8  # checkpoint objects uploaded at once
 # Pages fetched this long before a checkpoint may still have been queued in it (a leased
 # row whose page committed after the checkpoint): their hashes join the seen slice too.
 FETCHED_SLACK_S = 120.0
@@ -138,7 +140,10 @@ class ClusterNode:
     # -- taking a partition over ----------------------------------------------------------
     async def on_acquired(self, partition: int, token: int) -> None:
         if partition in self._positions:
-            self._forget(partition)  # lost and won again: rebuild from the shared state
+            # Lost (a renewal failed) and won again: the gate has stopped new turns; let the
+            # running ones end, then rebuild from the shared state like any new owner.
+            await self._wait_turns_done(partition)
+            self._forget(partition)
         checkpoint = await self._latest_checkpoint(partition)
         since = 0.0
         rows: tuple[QueuedRow, ...] = ()
@@ -151,6 +156,7 @@ class ClusterNode:
         self.seen.add(partition, fetched)
         self._restore(rows, set(fetched))
         self._acquired_at[partition] = self.ctx.clock.now()
+        self._checkpointed_at[partition] = time.time()  # the first one an interval from now
         self._positions[partition] = position
         self._generation[partition] = self._generation.get(partition, 0) + 1
         self._counts["acquired"] += 1
@@ -205,8 +211,15 @@ class ClusterNode:
         return any(self.partition(site) == partition for site in self.ctx.in_turn)
 
     def _sites_of(self, partition: int) -> list[str]:
-        sites = set(self.ctx.frontier.queued_sites()) | set(self.ctx.sites)
-        return [site for site in sites if self.partition(site) == partition]
+        return self._sites_by_partition().get(partition, [])
+
+    def _sites_by_partition(self) -> dict[int, list[str]]:
+        """Every site with queued URLs or loaded state, by partition (read afresh: a site
+        missed here would keep its rows out of its partition's checkpoint)."""
+        out: dict[int, list[str]] = {}
+        for site in set(self.ctx.frontier.queued_sites()) | set(self.ctx.sites):
+            out.setdefault(self.partition(site), []).append(site)
+        return out
 
     def _forget(self, partition: int) -> None:
         ctx = self.ctx
@@ -222,16 +235,33 @@ class ClusterNode:
 
     # -- checkpoints ------------------------------------------------------------------------
     async def checkpoint(self, partition: int, token: int) -> None:
-        """Publish everything so far, then write the partition's checkpoint and trim its
-        stream up to the position the checkpoint covers."""
+        """Checkpoint one partition (see `checkpoint_many`)."""
+        await self.checkpoint_many({partition: token})
+
+    async def checkpoint_many(self, tokens: dict[int, int]) -> None:
+        """Publish everything so far, then write each partition's checkpoint (its token as
+        fence) and trim its stream up to the position the checkpoint covers."""
         ctx = self.ctx
-        sites = self._sites_of(partition)
-        for site in sites:
-            ctx.write_host(site)
-        position = self._positions[partition]
+        sites = self._sites_by_partition()
+        positions = {p: self._positions[p] for p in tokens if p in self._positions}
+        for partition in positions:
+            for site in sites.get(partition, ()):
+                ctx.write_host(site)
         ctx.commit()
-        await self.records.publish()
-        rows = tuple(QueuedRow(*row) for row in ctx.frontier.rows_of(sites))
+        await self.records.publish()  # host records and pages before the checkpoints
+        uploads = [
+            self._write_checkpoint(p, tokens[p], position, sites.get(p, []))
+            for p, position in positions.items()
+        ]
+        for i in range(0, len(uploads), CHECKPOINT_UPLOADS):
+            await asyncio.gather(*uploads[i : i + CHECKPOINT_UPLOADS])
+
+    async def _write_checkpoint(
+        self, partition: int, token: int, position: str, sites: list[str]
+    ) -> None:
+        # Rows are read after the position: a row queued meanwhile is kept twice at worst
+        # (queue and stream), and the seen slice drops the replayed copy.
+        rows = tuple(QueuedRow(*row) for row in self.ctx.frontier.rows_of(sites))
         taken_at = time.time()
         data = PartitionCheckpoint(
             partition, token, taken_at, position, rows, self.seen.slice_bytes(partition)
@@ -239,7 +269,8 @@ class ClusterNode:
         key = checkpoint_keys.key_for(partition, token, taken_at)
         await asyncio.to_thread(self.blobs.put, key, data)
         self._checkpointed_at[partition] = taken_at
-        self._changed.discard(partition)
+        if self._positions.get(partition) == position:
+            self._changed.discard(partition)
         self._counts["checkpoints"] += 1
         if position != START:
             with contextlib.suppress(CoordinatorUnavailable):  # trimmed after the next one
@@ -253,19 +284,24 @@ class ClusterNode:
             self.blobs.delete(old.key)
 
     async def checkpoint_loop(self) -> None:
-        """Checkpoint each changed partition every `checkpoint_interval_s`."""
+        """Checkpoint each changed partition every `checkpoint_interval_s`, at most
+        CHECKPOINT_BATCH per second so a burst of due partitions does not stall the crawl."""
         while not self.ctx.stopping:
             await asyncio.sleep(min(1.0, self.checkpoint_interval_s))
             now = time.time()
+            due: dict[int, int] = {}
             for partition in sorted(self._changed):
                 token = self._token(partition)
-                due = self._checkpointed_at.get(partition, 0.0) + self.checkpoint_interval_s
-                if token is None or now < due or partition not in self._positions:
-                    continue
+                next_at = self._checkpointed_at.get(partition, 0.0) + self.checkpoint_interval_s
+                if token is not None and now >= next_at and partition in self._positions:
+                    due[partition] = token
+                if len(due) >= CHECKPOINT_BATCH:
+                    break
+            if due:
                 try:
-                    await self.checkpoint(partition, token)
+                    await self.checkpoint_many(due)
                 except DataError as exc:
-                    log.warning("partition %d: checkpoint failed, will retry: %s", partition, exc)
+                    log.warning("checkpoints failed, will retry: %s", exc)
 
     def _token(self, partition: int) -> int | None:
         if self.shell is None or not self.shell.may_fetch(partition):

@@ -252,8 +252,13 @@ class OwnershipShell:
         while not self._is_drained():
             self._wake.clear()  # before `due`, so an answer arriving from here on wakes us
             now = self._now()
-            for action in self.core.due(now):
-                self._spawn(self._perform(action))
+            actions = self.core.due(now)
+            renews = [action for action in actions if isinstance(action, Renew)]
+            if renews:  # one pipeline for all: per-lease round trips don't scale to 1,024
+                self._spawn(self._renew_many(renews))
+            for action in actions:
+                if not isinstance(action, Renew):
+                    self._spawn(self._perform(action))
             wait_s = min(self.core.next_due_at(), self._drain_until or float("inf")) - now
             await _wait(self._wake, wait_s)
 
@@ -300,6 +305,18 @@ class OwnershipShell:
         if token is not None and self.core.state(partition) is LeaseState.OWNED:
             self._tokens[partition] = token
             await self._load(partition, token)
+
+    async def _renew_many(self, requests: list[Renew]) -> None:
+        ttl_s = self._timing.lease_ttl_s
+        leases = [(r.partition, r.token) for r in requests]
+        answered, oks = await self._request(lambda: self._leases.renew_many(leases, ttl_s))
+        now = self._now()
+        for i, request in enumerate(requests):
+            if answered and oks is not None:
+                self.core.renewed(request, oks[i], now)
+            else:
+                self.core.failed(request, now)
+        self._wake.set()
 
     async def _renew_or_release(self, request: Renew | Release) -> None:
         if isinstance(request, Renew):

@@ -118,6 +118,17 @@ class RedisLeases:
             reply = await _RENEW.run(self._client, keys, [str(token), _ms(ttl_s)])
         return reply == 1
 
+    async def renew_many(self, leases: Sequence[tuple[int, int]], ttl_s: float) -> list[bool]:
+        """`renew` for many (partition, token) pairs in one pipeline: a member holding a
+        thousand partitions renews them in one round trip, not a thousand."""
+        pipe = self._client.pipeline(transaction=False)
+        for partition, token in leases:
+            # EVAL, not EVALSHA: a pipeline can't recover from a node lacking the script.
+            pipe.eval(_RENEW.source, 1, self._keys.lease(partition), str(token), _ms(ttl_s))
+        with unavailable_as_trawl_error(f"renew {len(leases)} partitions"):
+            replies = await pipe.execute()
+        return [reply == 1 for reply in replies]
+
     async def release(self, partition: int, token: int) -> bool:
         """Delete the lease if it still carries `token`; False when it had expired or moved."""
         keys = [self._keys.lease(partition)]
