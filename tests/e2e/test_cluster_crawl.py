@@ -119,7 +119,7 @@ def check_api(cluster: Cluster, base: str, redis: RedisServer) -> None:
 
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[TestWebProcess]:
-    with TestWebProcess(sites=12, pages=20, workdir=tmp_path) as running:
+    with TestWebProcess(sites=12, pages=10, workdir=tmp_path) as running:
         yield running
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import TYPE_CHECKING
 
 import pytest
 from redis.asyncio import RedisCluster
 from redis.crc import key_slot
-from tests.servers.redis import free_port
+from tests.servers.redis import free_port, run_with_client
 
 from trawl.cluster.redis_coord import (
     ClusterKeys,
@@ -28,22 +27,12 @@ from trawl.cluster.redis_members import RedisMembers
 from trawl.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from tests.servers.redis import RedisServer
 
     from trawl.cluster.redis_coord import RedisClient
 
 
-def run(server: RedisServer, body: Callable[[RedisClient, ClusterKeys], Awaitable[None]]) -> None:
-    async def main() -> None:
-        client = await connect(server.url, timeout_s=2.0)
-        try:
-            await body(client, ClusterKeys(f"t{uuid.uuid4().hex[:10]}"))
-        finally:
-            await client.aclose()
-
-    asyncio.run(main())
+run = run_with_client
 
 
 def link(n: int, site: str = "a.test") -> RoutedLink:

@@ -6,21 +6,18 @@ two or three gates in a test stand for members on different machines. Times are 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import TYPE_CHECKING
 
 import pytest
 from redis.asyncio import Redis
 from redis.crc import key_slot
-from tests.servers.redis import free_port
+from tests.servers.redis import free_port, run_with_client
 
-from trawl.cluster.redis_coord import ClusterKeys, connect
+from trawl.cluster.redis_coord import ClusterKeys
 from trawl.cluster.redis_ip_gate import RedisIpGate, RedisIpGateStats
 from trawl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from tests.servers.redis import RedisServer
 
     from trawl.cluster.redis_coord import RedisClient
@@ -28,15 +25,7 @@ if TYPE_CHECKING:
 IP = "203.0.113.7"
 
 
-def run(server: RedisServer, body: Callable[[RedisClient, ClusterKeys], Awaitable[None]]) -> None:
-    async def main() -> None:
-        client = await connect(server.url, timeout_s=2.0)
-        try:
-            await body(client, ClusterKeys(f"t{uuid.uuid4().hex[:10]}"))
-        finally:
-            await client.aclose()
-
-    asyncio.run(main())
+run = run_with_client
 
 
 def gates(

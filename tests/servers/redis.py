@@ -12,20 +12,26 @@ argument.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from trawl.cluster.redis_coord import ClusterKeys, connect
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Awaitable, Callable, Iterator
+
+    from trawl.cluster.redis_coord import RedisClient
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 15.0
@@ -170,3 +176,19 @@ def redis_server_fixture(request: pytest.FixtureRequest) -> RedisServer:
     """Each test that takes it runs twice: on the single node and on the 3-node cluster."""
     server: RedisServer = request.getfixturevalue(f"redis_{request.param}")
     return server
+
+
+def run_with_client(
+    server: RedisServer, body: Callable[[RedisClient, ClusterKeys], Awaitable[None]]
+) -> None:
+    """Run `body` with a client of `server` and key names of a fresh cluster name, so tests
+    share the servers without seeing each other's keys."""
+
+    async def main() -> None:
+        client = await connect(server.url, timeout_s=2.0)
+        try:
+            await body(client, ClusterKeys(f"t{uuid.uuid4().hex[:10]}"))
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
