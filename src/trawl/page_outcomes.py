@@ -16,6 +16,7 @@ from trawl.frontier.traps import TrapReason
 from trawl.model import CrawlUrl, FetchResult, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
+from trawl.site_requests import NOT_SENT
 from trawl.stored_content import StoredContent
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
@@ -42,6 +43,9 @@ class PageOutcomes:
         """`previous` is the page's record before this fetch (refetches only)."""
         ctx = self.ctx
         item = lease.item
+        if result.error_kind == NOT_SENT:
+            ctx.frontier.put_back(lease)  # never sent: no attempt, no outcome
+            return
         if self._should_retry(lease, result):
             return
         record = self._record(item, result, previous)

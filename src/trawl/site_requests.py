@@ -114,6 +114,8 @@ class SiteRequests:
             result = await self._request(
                 state, url, read_any_type=True, max_body_bytes=s.robots_max_bytes
             )
+            if result.error_kind == NOT_SENT:
+                return  # nothing was asked: the origin's rules stay as they were
             ctx.stats.robots_fetches += 1
             status: int | None = result.status or None
             if status is not None and 300 <= status < 400:
@@ -183,7 +185,9 @@ class SiteRequests:
         if not await self._cluster_admits(state.site, ip):
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
-            return _failed(url, start, end, FetchError("not_owner", "partition not fetchable"))
+            # Not the site's doing, so no backoff; but no tight loop of turns either.
+            state.clock.next_allowed_at = max(state.clock.next_allowed_at, end + NOT_SENT_WAIT_S)
+            return _failed(url, start, end, FetchError(NOT_SENT, "partition not fetchable now"))
         start = ctx.clock.now()
         state.clock.start(start)
         result: FetchResult | None = None
@@ -232,6 +236,12 @@ class SiteRequests:
                 await shared.release(ip)
             return False
         return True
+
+
+# The error kind of a request that was never sent (cluster mode: the site's partition is
+# moving, or the coordinator can't be asked): not an outcome, the URL goes back in line.
+NOT_SENT = "not_sent"
+NOT_SENT_WAIT_S = 1.0
 
 
 def conditional_headers(previous: PageRecord | None) -> dict[str, str] | None:

@@ -108,3 +108,27 @@ def test_retry_puts_the_url_back_with_one_attempt_more_and_survives_restart(
     again = _frontier(tmp_path).head("a.test")
     assert again is not None
     assert again.attempts == 3
+
+
+def test_put_back_returns_an_unsent_url_without_an_attempt(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "x"))
+    head = f.head("a.test")
+    assert head is not None
+    f.put_back(f.lease(head, now=0.0))
+    again = f.head("a.test")
+    assert again is not None
+    assert (again.item.url, again.attempts) == (head.item.url, 0)
+    assert f.queued() == 1
+
+
+def test_sites_of_a_moved_partition_leave_with_their_rows(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    for site, path in [("a.test", "1"), ("a.test", "2"), ("b.test", "1")]:
+        f.enqueue(_url(site, path))
+    assert sorted(f.queued_sites()) == ["a.test", "b.test"]
+    assert [row[2] for row in f.rows_of(["a.test"])] == ["http://a.test/1", "http://a.test/2"]
+    assert f.drop_sites(["a.test"]) == 2
+    assert f.queued_sites() == ["b.test"]
+    assert f.head("a.test") is None
+    assert f.queued() == 1

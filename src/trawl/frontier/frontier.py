@@ -177,6 +177,12 @@ class Frontier:
             )
             self._unlease(lease)
 
+    def put_back(self, lease: Lease) -> None:
+        """Return a leased URL to line as it was: its request was never sent."""
+        self._attempts.pop(lease.lease_id, None)
+        if self._leases.complete(lease.lease_id):
+            self._unlease(lease)
+
     def release_site(self, site: str, ready_at: float) -> None:
         self._schedule.release(site, ready_at)
 
