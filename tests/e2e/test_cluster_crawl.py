@@ -2,6 +2,7 @@
 (SeaweedFS) servers, crawling the local test web; the web's request log is the judge.
 
 Timing is shrunk for tests (cluster_support.NODE_CONFIG): leases of 3 s, checkpoints every 2 s.
+The first test coordinates through a single Redis, the second through a 3-node Redis Cluster.
 """
 
 from __future__ import annotations
@@ -149,23 +150,23 @@ def test_three_nodes_fetch_every_page_once_politely(
 
 
 def test_scale_out_then_kill_9_loses_nothing(
-    tmp_path: Path, web: TestWebProcess, redis_single: RedisServer,
+    tmp_path: Path, web: TestWebProcess, redis_cluster: RedisServer,
     s3_server: S3Server,
     postgres_dsn: str,
 ) -> None:  # fmt: skip
     expected = web.web.expected_fetches(web.port)
-    with running_cluster(tmp_path, web, redis_single, s3_server, postgres_dsn) as cluster:
+    with running_cluster(tmp_path, web, redis_cluster, s3_server, postgres_dsn) as cluster:
         for node_id in ("n1", "n2", "n3"):
             cluster.start_node(node_id, *(web.seeds if node_id == "n1" else ()))
-        wait_owned_by(cluster, redis_single, ["n1", "n2", "n3"], 30)
+        wait_owned_by(cluster, redis_cluster, ["n1", "n2", "n3"], 30)
         quarter = lambda: len(fetched_pages(web)) * 4 >= len(expected)  # noqa: E731
         cluster.wait_for("a quarter of the pages", quarter, 60)
 
         # Scale out: a fourth node takes only the partitions rendezvous gives it.
-        before = owners(cluster, redis_single)
+        before = owners(cluster, redis_cluster)
         cluster.start_node("n4")
-        wait_owned_by(cluster, redis_single, ["n1", "n2", "n3", "n4"], 30)
-        after = owners(cluster, redis_single)
+        wait_owned_by(cluster, redis_cluster, ["n1", "n2", "n3", "n4"], 30)
+        after = owners(cluster, redis_cluster)
         moved = [p for p in range(PARTITIONS) if before[p] != after[p]]
         assert all(after[p] == "n4" for p in moved), "only partitions for the new node moved"
         share = len(moved) / PARTITIONS
@@ -177,7 +178,7 @@ def test_scale_out_then_kill_9_loses_nothing(
         cluster.wait_for("half of the pages", half, 60)
         cluster.nodes["n2"].kill()
         cluster.nodes["n2"].wait(timeout=10)
-        took = wait_owned_by(cluster, redis_single, ["n1", "n3", "n4"], 30)
+        took = wait_owned_by(cluster, redis_cluster, ["n1", "n3", "n4"], 30)
         print(f"failover after kill -9: partitions owned again in {took:.2f} s")
 
         cluster.wait_for("every page", lambda: expected <= set(fetched_pages(web)), 150)
