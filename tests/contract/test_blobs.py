@@ -40,18 +40,6 @@ def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:
         yield store
 
 
-@pytest.fixture(params=["local", "s3"])
-def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
-    if request.param == "local":
-        yield LocalBlobStore(tmp_path / "blobs")
-        return
-    store: S3BlobStore = request.getfixturevalue("s3_store")
-    try:
-        yield store
-    finally:
-        empty_bucket(store)
-
-
 def test_put_then_get(blobs: BlobStore):
     blobs.put("warc/node-1/a.warc.gz", b"hello")
     assert blobs.get("warc/node-1/a.warc.gz") == b"hello"

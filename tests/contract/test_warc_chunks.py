@@ -56,18 +56,6 @@ def s3_store(s3_server: S3Server) -> Iterator[S3BlobStore]:
         yield store
 
 
-@pytest.fixture(params=["local", "s3"])
-def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
-    if request.param == "local":
-        yield LocalBlobStore(tmp_path / "blobs")
-        return
-    store: S3BlobStore = request.getfixturevalue("s3_store")
-    try:
-        yield store
-    finally:
-        empty_bucket(store)
-
-
 def page(n: int, size: int = 3000, *, truncated: bool = False):
     rng = random.Random(n)
     words = [rng.choice(["alpha", "beta", "gamma", "delta", "<p>", "</p>"]) for _ in range(size)]

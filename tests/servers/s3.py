@@ -32,7 +32,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from trawl.store.blobs_s3 import S3Bucket
+from trawl.store.blobs_local import LocalBlobStore
+from trawl.store.blobs_s3 import S3BlobStore, S3Bucket
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -234,3 +235,17 @@ def empty_bucket(store: BlobStore) -> None:
     """Delete every object, so the next test lists only its own."""
     for key in list(store.iter_keys()):
         store.delete(key)
+
+
+@pytest.fixture(params=["local", "s3"])
+def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
+    """Each blob-store test on both adapters: a local directory, and the `s3_store` fixture
+    of the requesting module (its own bucket on the session's server), emptied after."""
+    if request.param == "local":
+        yield LocalBlobStore(tmp_path / "blobs")
+        return
+    store: S3BlobStore = request.getfixturevalue("s3_store")
+    try:
+        yield store
+    finally:
+        empty_bucket(store)
