@@ -79,6 +79,7 @@ class FetchSettings:
     max_connections: int = 2000
     dns_ttl_s: float = 300.0
     max_attempts: int = 3  # fetches of one URL that end in 429/503/5xx/timeout/reset
+    max_redirects: int = 10  # hops of one redirect chain followed, across queued hops
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +209,8 @@ class Settings:
         _require_positive("crawl.concurrency", self.crawl.concurrency)
         _require_positive("fetch.total_timeout_s", self.fetch.total_timeout_s)
         _require_positive("fetch.max_body_bytes", self.fetch.max_body_bytes)
+        if self.fetch.max_redirects < 0:
+            raise ConfigError(f"fetch.max_redirects = {self.fetch.max_redirects}: must be >= 0")
         _require_positive("seen.expected_urls", self.seen.expected_urls)
         if not 0 < self.seen.false_positive_rate < 1:
             raise ConfigError("seen.false_positive_rate must be between 0 and 1")

@@ -256,11 +256,13 @@ class CrawlContext:
         kind: UrlKind = UrlKind.PAGE,
         score: float = 0.0,
         score_parts: str = "",
+        redirects: int = 0,
     ) -> bool:
         """Queue a normalised URL unless seen; returns True when it was new (in cluster
-        mode: True when sent to its partition's owner, which makes the seen check)."""
+        mode: True when sent to its partition's owner, which makes the seen check).
+        `redirects` is the length of the redirect chain that led to it."""
         item = CrawlUrl(
-            url, url_hash, site, depth, line, self.clock.now(), kind, score, score_parts
+            url, url_hash, site, depth, line, self.clock.now(), kind, score, score_parts, redirects
         )
         if self.router is not None:
             self.router.route(item, must_crawl=must_crawl)

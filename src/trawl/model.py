@@ -52,6 +52,7 @@ class CrawlUrl:
     kind: UrlKind = UrlKind.PAGE
     score: float = 0.0
     score_parts: str = ""  # JSON of the score's parts, kept on the frontier entry
+    redirects: int = 0  # redirect hops that led here (0: found as a link, seed or due page)
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -60,6 +61,8 @@ class CrawlUrl:
             raise ValueError(f"urlHash must be 32 hex digits, got {self.url_hash!r}")
         if self.depth < 0:
             raise ValueError(f"depth must be >= 0, got {self.depth}")
+        if self.redirects < 0:
+            raise ValueError(f"redirects must be >= 0, got {self.redirects}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,11 +24,14 @@ from trawl.urls.registered_domain import site_of
 # Failures worth another try later; "protocol", "too_big", "decode" and "blocked_address"
 # would fail the same way again.
 RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
+# The error of a redirect whose target would be one hop past fetch.max_redirects.
+TOO_MANY_REDIRECTS = "too_many_redirects"
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
     from trawl.model import Lease
     from trawl.page_work import FoundLink
+    from trawl.politeness.site_clock import ClockPolicy
     from trawl.politeness.site_state import SiteState
     from trawl.sitemap_outcomes import Sitemaps
 
@@ -176,14 +179,15 @@ class PageOutcomes:
         transient = result.status == 429 or 500 <= result.status < 600
         if result.status == 0:
             transient = result.error_kind in RETRIABLE_ERRORS
-        if not transient or ctx.frontier.attempts(lease) + 1 >= ctx.settings.fetch.max_attempts:
+        attempts = ctx.frontier.attempts(lease) + 1
+        if not transient or attempts >= ctx.settings.fetch.max_attempts:
             return False
         kind = str(result.status) if result.status else str(result.error_kind)
         ctx.stats.count(ctx.stats.retries, kind)
         state = ctx.site_state(lease.item.site)
         state.note_error(result.started_at, lease.item.url, kind)
         ctx.mark_dirty(lease.item.site)
-        ctx.frontier.retry(lease)
+        ctx.frontier.retry(lease, retry_not_before(state, attempts, ctx.clock_policy))
         return True
 
     def _record(
@@ -247,18 +251,42 @@ class PageOutcomes:
         )
 
     def _follow_redirect(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
-        """A redirect is recorded and its target queued like any discovered link."""
+        """A redirect is recorded and its target queued like any discovered link, carrying
+        the chain's length: the hop past fetch.max_redirects is recorded as an error."""
+        ctx = self.ctx
         location = result.header("Location")
         if not location:
             return
         try:
-            target = normalise_url(location, item.url, self.ctx.rules)
+            target = normalise_url(location, item.url, ctx.rules)
             site = site_of(target)
         except (InvalidUrl, ValueError):
-            self.ctx.stats.count(self.ctx.stats.skipped, "bad_redirect")
+            ctx.stats.count(ctx.stats.skipped, "bad_redirect")
             return
         record.redirect_to = target
-        self.ctx.discover(target, url_hash(target), site, item.depth, item.line, must_crawl=False)
+        limit = ctx.settings.fetch.max_redirects
+        if item.redirects >= limit:
+            record.error = f"{TOO_MANY_REDIRECTS}: {limit} hops followed, not {target}"
+            ctx.stats.errors += 1
+            ctx.stats.count(ctx.stats.statuses, f"error:{TOO_MANY_REDIRECTS}")
+            ctx.site_state(item.site).note_error(result.started_at, item.url, TOO_MANY_REDIRECTS)
+            return
+        ctx.discover(
+            target,
+            url_hash(target),
+            site,
+            item.depth,
+            item.line,
+            must_crawl=False,
+            redirects=item.redirects + 1,
+        )
+
+
+def retry_not_before(state: SiteState, attempts: int, policy: ClockPolicy) -> float:
+    """When a URL sent back for its `attempts`-th retry competes with the site's other ready
+    URLs again: after the site's next turn, one normal gap more per attempt. Until then they
+    go first, so one failing URL cannot keep a healthy page of its site waiting (issue 13)."""
+    return state.clock.next_allowed_at + state.clock.gap_s(policy) * attempts
 
 
 def item_importance(item: CrawlUrl, previous: PageRecord | None) -> float:

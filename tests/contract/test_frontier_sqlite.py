@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from typing import TYPE_CHECKING
 
 from trawl.frontier.frontier import Frontier
@@ -132,3 +133,63 @@ def test_sites_of_a_moved_partition_leave_with_their_rows(tmp_path: Path) -> Non
     assert f.queued_sites() == ["b.test"]
     assert f.head("a.test") is None
     assert f.queued() == 1
+
+
+def test_issue_13_a_retry_goes_behind_the_sites_other_ready_urls(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "resets", Line.FAST))
+    f.enqueue(_url("a.test", "healthy"))
+    head = f.head("a.test", now=10.0)
+    assert head is not None
+    assert head.item.url.endswith("/resets")
+    f.retry(f.lease(head, now=10.0), not_before=20.0)
+    head = f.head("a.test", now=11.0)
+    assert head is not None
+    assert head.item.url.endswith("/healthy"), "the healthy page goes first"
+    f.done(f.lease(head, now=11.0))
+    # Nothing else is ready: the retry comes now, not only at not_before, with its attempt.
+    again = f.head("a.test", now=12.0)
+    assert again is not None
+    assert again.item.url.endswith("/resets")
+    assert again.attempts == 1
+    assert again.not_before == 20.0
+
+
+def test_issue_13_a_deferred_url_competes_again_after_its_time(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    f.enqueue(_url("a.test", "first", Line.FAST))
+    f.enqueue(_url("a.test", "second"))
+    first = f.head("a.test", now=0.0)
+    assert first is not None
+    f.defer(first, 5.0)
+    assert (h := f.head("a.test", now=4.9)) is not None
+    assert h.item.url.endswith("/second")
+    assert (h := f.head("a.test", now=5.0)) is not None
+    assert h.item.url.endswith("/first"), "after its time, line and score decide again"
+
+
+def test_issue_13_the_redirect_count_survives_a_restart(tmp_path: Path) -> None:
+    f = _frontier(tmp_path)
+    item = _url("a.test", "inf/4")
+    f.enqueue(CrawlUrl(item.url, item.url_hash, item.site, 1, Line.SLOW, 0.0, redirects=4))
+    f._conn.commit()
+    head = _frontier(tmp_path).head("a.test")
+    assert head is not None
+    assert head.item.redirects == 4
+    assert f.rows_of(["a.test"])[0][-1] == 4
+
+
+def test_issue_13_a_queue_table_from_before_gets_the_new_columns(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "trawl.db")
+    conn.executescript(
+        "CREATE TABLE queue (id INTEGER PRIMARY KEY, site TEXT NOT NULL, line INTEGER NOT NULL,"
+        " url TEXT NOT NULL, url_hash TEXT NOT NULL, depth INTEGER NOT NULL,"
+        " discovered_at REAL NOT NULL, leased_until REAL NOT NULL DEFAULT 0);"
+        "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at) VALUES"
+        " ('a.test', 1, 'http://a.test/old', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 1, 0.0);"
+    )
+    conn.close()
+    f = _frontier(tmp_path)
+    head = f.head("a.test")
+    assert head is not None
+    assert (head.item.url, head.item.redirects, head.not_before) == ("http://a.test/old", 0, 0.0)

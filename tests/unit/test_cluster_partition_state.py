@@ -4,6 +4,7 @@ routed links that feed it. Pure code: bytes and values in and out."""
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 from hypothesis import given
@@ -23,7 +24,7 @@ rows = st.builds(
     QueuedRow,
     site=text, line=st.integers(0, 2), url=text, url_hash=hashes, depth=st.integers(0, 50),
     discovered_at=st.floats(0, 2e9), attempts=st.integers(0, 9), kind=st.integers(0, 1),
-    score=st.floats(-1e6, 1e6), score_parts=text,
+    score=st.floats(-1e6, 1e6), score_parts=text, redirects=st.integers(0, 20),
 )  # fmt: skip
 
 
@@ -80,7 +81,7 @@ links = st.builds(
     RoutedLink,
     url=text, url_hash=hashes, site=text, depth=st.integers(0, 99), score=st.floats(-1e9, 1e9),
     must_crawl=st.booleans(), referrer=text, line=st.integers(0, 2), kind=st.integers(0, 1),
-    parts=text,
+    parts=text, redirects=st.integers(0, 20),
 )  # fmt: skip
 
 
@@ -95,6 +96,31 @@ def test_a_batch_written_before_the_optional_fields_still_reads() -> None:
     assert (link.must_crawl, link.referrer, link.line, link.kind, link.parts) == (
         False, "", 0, 0, "",
     )  # fmt: skip
+
+
+def test_issue_13_entries_without_the_redirect_count_read_as_zero_hops() -> None:
+    old = '[["http://a.test/","' + "d" * 32 + '","a.test",2,0.5,0,"",1,0,"{}"]]'
+    (link,) = decode_batch("1-1", {FIELD: old}).links
+    assert (link.line, link.parts, link.redirects) == (1, "{}", 0)
+    hop = RoutedLink("http://a.test/r", "e" * 32, "a.test", 2, 0.5, redirects=4)
+    assert decode_batch("1-1", {FIELD: encode_batch([hop])}).links == (hop,)
+    row = ["a.test", 1, "http://a.test/", "d" * 32, 2, 5.0, 1, 0, 0.5, "{}"]
+    header = {"format": "trawl-partition-checkpoint/1", "partition": 1, "fence": 2,
+              "takenAt": 3.0, "streamId": "1-1", "queue": [row]}  # fmt: skip
+    cp = decode(gzip.compress(json.dumps(header).encode() + b"\n"), "k")
+    assert cp.queue == (
+        QueuedRow("a.test", 1, "http://a.test/", "d" * 32, 2, 5.0, 1, 0, 0.5, "{}"),
+    )
+    assert cp.queue[0].redirects == 0
+
+
+def test_issue_13_a_routed_redirect_hop_keeps_its_chain_length() -> None:
+    buffers = LinkBuffers(4, sent_capacity=1000)
+    url = "http://a.test/inf/3"
+    hop = CrawlUrl(url, "f" * 32, "a.test", 1, Line.FAST, 0.0, redirects=3)
+    buffers.route(hop, must_crawl=False)
+    (links,) = buffers.take().values()
+    assert links[0].redirects == 3
 
 
 def item(url: str, site: str, n: int) -> CrawlUrl:

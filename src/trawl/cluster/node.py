@@ -182,7 +182,7 @@ class ClusterNode:
                 continue
             item = CrawlUrl(
                 row.url, row.url_hash, row.site, row.depth, Line(row.line), row.discovered_at,
-                UrlKind(row.kind), row.score, row.score_parts,
+                UrlKind(row.kind), row.score, row.score_parts, row.redirects,
             )  # fmt: skip
             ctx.frontier.enqueue(item, attempts=row.attempts)
             self._counts["restored"] += 1
@@ -376,7 +376,7 @@ class ClusterNode:
         else:
             item = CrawlUrl(
                 link.url, link.url_hash, link.site, link.depth, Line(link.line), now,
-                UrlKind(link.kind), link.score, link.parts,
+                UrlKind(link.kind), link.score, link.parts, link.redirects,
             )  # fmt: skip
         if ctx.queue_new(item, must_crawl=link.must_crawl):
             ctx.stats.links_new += 1

@@ -15,6 +15,7 @@ import gzip
 import json
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from trawl.errors import DataError
 
@@ -35,6 +36,7 @@ class QueuedRow:
     kind: int
     score: float
     score_parts: str
+    redirects: int = 0  # absent from checkpoints written before issue 13
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +69,7 @@ def decode(data: bytes, where: str) -> PartitionCheckpoint:
         header = json.loads(line)
         if not sep or header.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
-        queue = tuple(
-            QueuedRow(
-                str(site), int(line_no), str(url), str(url_hash), int(depth), float(found_at),
-                int(attempts), int(kind), float(score), str(parts),
-            )
-            for site, line_no, url, url_hash, depth, found_at, attempts, kind, score, parts
-            in header["queue"]
-        )  # fmt: skip
+        queue = tuple(_row(row) for row in header["queue"])
         return PartitionCheckpoint(
             int(header["partition"]),
             int(header["fence"]),
@@ -85,3 +80,14 @@ def decode(data: bytes, where: str) -> PartitionCheckpoint:
         )
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
         raise DataError(f"{where}: damaged partition checkpoint ({exc})") from None
+
+
+def _row(row: list[Any]) -> QueuedRow:
+    """A queue row (JSON values: checked by the conversions); rows of checkpoints written
+    before issue 13 lack `redirects`."""
+    site, line_no, url, url_hash, depth, found_at, attempts, kind, score, parts, *rest = row
+    redirects = rest[0] if rest else 0
+    return QueuedRow(
+        str(site), int(line_no), str(url), str(url_hash), int(depth), float(found_at),
+        int(attempts), int(kind), float(score), str(parts), int(redirects),
+    )  # fmt: skip

@@ -73,6 +73,7 @@ class RoutedLink:
     line: int = 0  # Line.FAST
     kind: int = 0  # UrlKind.PAGE
     parts: str = ""
+    redirects: int = 0  # redirect hops that led to this URL (CrawlUrl.redirects)
 
     def __post_init__(self) -> None:
         if len(self.url_hash) != 32:
@@ -103,18 +104,21 @@ def encode_batch(links: Sequence[RoutedLink]) -> str:
     rows: list[list[object]] = []
     for x in links:
         row: list[object] = [x.url, x.url_hash, x.site, x.depth, x.score]
-        if x.must_crawl or x.referrer or x.line or x.kind or x.parts:
+        if x.must_crawl or x.referrer or x.line or x.kind or x.parts or x.redirects:
             row += [int(x.must_crawl), x.referrer, x.line, x.kind, x.parts]
+        if x.redirects:  # after the others: entries without it still decode (issue 13)
+            row.append(x.redirects)
         rows.append(row)
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def _decode_row(row: list[Any]) -> RoutedLink:
     url, h, site, depth, score, *rest = row  # JSON values: checked by the conversions
-    must_crawl, referrer, line, kind, parts = rest if rest else (0, "", 0, 0, "")
+    must_crawl, referrer, line, kind, parts, *hops = rest if rest else (0, "", 0, 0, "")
     return RoutedLink(
         str(url), str(h), str(site), int(depth), float(score),
         bool(must_crawl), str(referrer), int(line), int(kind), str(parts),
+        int(hops[0]) if hops else 0,
     )  # fmt: skip
 
 

@@ -2,9 +2,12 @@
 
 Queued URLs live only in the `queue` table (one row each; nothing per URL in RAM), ordered
 per site by line, then score (highest first), then age; each row keeps its score's parts
-so an operator can see why a URL waits where it does. Memory holds one small slot per site
-with work (SiteSchedule) and the open leases. A leased row stays in the table with
-`leased_until` set until its page commits, so a crash returns it to line on the next start.
+so an operator can see why a URL waits where it does. A row sent back for a retry, or
+waiting on a failing origin, carries `not_before`: until then the site's other ready URLs
+go first, and after it the row competes as before (so it is fetched in the end; issue 13).
+Memory holds one small slot per site with work (SiteSchedule) and the open leases. A leased
+row stays in the table with `leased_until` set until its page commits, so a crash returns it
+to line on the next start.
 
 Writes join the database's open transaction and are committed by the crawl loop together
 with the page records, so "page stored" and "its links queued" are one atomic step.
@@ -24,11 +27,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 
+_HEAD_COLUMNS = (
+    "id, url, url_hash, depth, line, discovered_at, attempts, kind, score, score_parts,"
+    " redirects, not_before"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class QueuedUrl:
     row_id: int
     item: CrawlUrl
     attempts: int = 0  # earlier fetches that ended in `retry`
+    not_before: float = 0.0  # the site's other ready URLs go first until then
 
 
 class Frontier:
@@ -64,7 +74,7 @@ class Frontier:
         self._begin()
         self._conn.execute(
             "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at, kind, score,"
-            " score_parts, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " score_parts, attempts, redirects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.site,
                 int(item.line),
@@ -76,6 +86,7 @@ class Frontier:
                 item.score,
                 item.score_parts,
                 attempts,
+                item.redirects,
             ),
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
@@ -112,30 +123,48 @@ class Frontier:
         """A site whose turn has come, and the line (refresh or discovery) to serve."""
         return self._schedule.pop_ready(now)
 
-    def head(self, site: str, line: Line | None = None) -> QueuedUrl | None:
+    def head(self, site: str, line: Line | None = None, now: float = 0.0) -> QueuedUrl | None:
         """The site's next URL: from `line`'s kind of work (refresh or discovery) when it
-        has some, else any; discovery goes fast line first, highest score, then oldest."""
-        # Due pages go by refresh priority (recrawl.schedule.refresh_priority), then age.
-        if line is Line.REFRESH:
-            return self._head(site, "line = 2") or self._head(site, "line < 2")
-        if line is not None:
-            return self._head(site, "line < 2") or self._head(site, "line = 2")
-        return self._head(site, "1")
+        has some, else any; discovery goes fast line first, highest score, then oldest.
 
-    def _head(self, site: str, where: str) -> QueuedUrl | None:
+        Rows whose `not_before` is after `now` come only when the site has nothing else
+        ready, the one due soonest first.
+        """
+        # Due pages go by refresh priority (recrawl.schedule.refresh_priority), then age.
+        wheres: tuple[str, ...]
+        if line is Line.REFRESH:
+            wheres = ("line = 2", "line < 2")
+        elif line is not None:
+            wheres = ("line < 2", "line = 2")
+        else:
+            wheres = ("1",)
+        for where in wheres:
+            if found := self._head(site, where, now):
+                return found
+        return self._head_deferred(site)
+
+    def _head(self, site: str, where: str, now: float) -> QueuedUrl | None:
         row = self._conn.execute(
-            "SELECT id, url, url_hash, depth, line, discovered_at, attempts, kind, score,"
-            f" score_parts FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
-            " ORDER BY line, score DESC, id LIMIT 1",
+            f"SELECT {_HEAD_COLUMNS} FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
+            " AND not_before <= ? ORDER BY line, score DESC, id LIMIT 1",
+            (site, now),
+        ).fetchone()
+        return None if row is None else _queued(site, row)
+
+    def _head_deferred(self, site: str) -> QueuedUrl | None:
+        row = self._conn.execute(
+            f"SELECT {_HEAD_COLUMNS} FROM queue WHERE site = ? AND leased_until = 0"
+            " ORDER BY not_before, line, score DESC, id LIMIT 1",
             (site,),
         ).fetchone()
-        if row is None:
-            return None
-        row_id, url, url_hash, depth, line, discovered_at, attempts, kind, score, parts = row
-        item = CrawlUrl(
-            url, url_hash, site, depth, Line(line), discovered_at, UrlKind(kind), score, parts
+        return None if row is None else _queued(site, row)
+
+    def defer(self, queued: QueuedUrl, until: float) -> None:
+        """Let the site's other ready URLs go before this unleased one until `until`."""
+        self._begin()
+        self._conn.execute(
+            "UPDATE queue SET not_before = max(not_before, ?) WHERE id = ?", (until, queued.row_id)
         )
-        return QueuedUrl(row_id, item, attempts)
 
     def lease(self, queued: QueuedUrl, now: float) -> Lease:
         lease = self._leases.grant(queued.row_id, queued.item, now)
@@ -163,17 +192,19 @@ class Frontier:
         self._begin()
         self._conn.execute("DELETE FROM queue WHERE id = ?", (lease.lease_id,))
 
-    def retry(self, lease: Lease) -> None:
+    def retry(self, lease: Lease, not_before: float = 0.0) -> None:
         """Put a leased URL back in line, one attempt more (outcome `retry`).
 
-        When it comes back is the site clock's business: a retry follows the site's backoff
-        and any Retry-After, like every other request to that site.
+        When the site's next request comes is the site clock's business (backoff,
+        Retry-After); which URL it is: the site's other ready URLs until `not_before`, so one
+        failing URL cannot keep a healthy page of its site waiting (issue 13).
         """
         self._attempts.pop(lease.lease_id, None)
         if self._leases.complete(lease.lease_id):
             self._begin()
             self._conn.execute(
-                "UPDATE queue SET attempts = attempts + 1 WHERE id = ?", (lease.lease_id,)
+                "UPDATE queue SET attempts = attempts + 1, not_before = ? WHERE id = ?",
+                (not_before, lease.lease_id),
             )
             self._unlease(lease)
 
@@ -207,12 +238,12 @@ class Frontier:
 
     def rows_of(self, sites: Iterable[str]) -> list[tuple[Any, ...]]:
         """The queued rows of `sites` as (site, line, url, url_hash, depth, discovered_at,
-        attempts, kind, score, score_parts), leased ones included (not yet done)."""
+        attempts, kind, score, score_parts, redirects), leased ones included (not yet done)."""
         out: list[tuple[Any, ...]] = []
         for site in sites:
             out += self._conn.execute(
                 "SELECT site, line, url, url_hash, depth, discovered_at, attempts, kind, score,"
-                " score_parts FROM queue WHERE site = ? ORDER BY id",
+                " score_parts, redirects FROM queue WHERE site = ? ORDER BY id",
                 (site,),
             ).fetchall()
         return out
@@ -252,3 +283,11 @@ class Frontier:
     def _begin(self) -> None:
         if not self._conn.in_transaction:
             self._conn.execute("BEGIN")
+
+
+def _queued(site: str, row: tuple[Any, ...]) -> QueuedUrl:
+    row_id, url, url_hash, depth, line, found_at, attempts, kind, score, parts, hops, wait = row
+    item = CrawlUrl(
+        url, url_hash, site, depth, Line(line), found_at, UrlKind(kind), score, parts, hops
+    )
+    return QueuedUrl(row_id, item, attempts, wait)

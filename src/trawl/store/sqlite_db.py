@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS queue (
     attempts INTEGER NOT NULL DEFAULT 0,
     kind INTEGER NOT NULL DEFAULT 0,
     score REAL NOT NULL DEFAULT 0,
-    score_parts TEXT NOT NULL DEFAULT ''
+    score_parts TEXT NOT NULL DEFAULT '',
+    redirects INTEGER NOT NULL DEFAULT 0,
+    not_before REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS must_crawl (url_hash TEXT PRIMARY KEY);
 -- The fingerprint index: the first stored copy of each body (exact duplicates) ...
@@ -144,6 +146,8 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             ("kind", "INTEGER NOT NULL DEFAULT 0"),
             ("score", "REAL NOT NULL DEFAULT 0"),
             ("score_parts", "TEXT NOT NULL DEFAULT ''"),
+            ("redirects", "INTEGER NOT NULL DEFAULT 0"),
+            ("not_before", "REAL NOT NULL DEFAULT 0"),
         ),
         "pages": (("due_at", "REAL"), ("kind", "INTEGER NOT NULL DEFAULT 0")),
     }
