@@ -21,7 +21,7 @@ from trawl.politeness.robots import (
     robots_redirect_target,
     robots_url,
 )
-from trawl.politeness.site_clock import FetchOutcome, classify_status
+from trawl.politeness.site_clock import FetchOutcome, classify_result
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class SiteRequests:
             ctx.blocked_sites.add(site)  # a one-shot crawl does not wait for the pause
             return None  # released to re-check later; lifting the pause wakes it at once
         for _ in range(_MAX_SKIPS_PER_TURN):
-            queued = ctx.frontier.head(site, line)
+            queued = ctx.frontier.head(site, line, now)
             if queued is None:
                 return None
             origin = origin_of(queued.item.url)
@@ -60,9 +60,13 @@ class SiteRequests:
             if rules is None or not rules.is_fresh(now):
                 await self.fetch_robots(state, origin, rules)
                 return None
-            if rules.status is RobotsStatus.UNREACHABLE:
-                ctx.blocked_sites.add(site)
-                return None  # fresh until retry_at; the clock already waits for it
+            held_until = _origin_held_until(state, origin, rules)
+            if held_until > now:
+                if queued.not_before <= now:  # the site's other ready URLs go first
+                    ctx.frontier.defer(queued, held_until)
+                    continue
+                self._hold(state, rules, held_until)
+                return None
             if not rules.is_allowed(queued.item.url, ctx.agent_token):
                 ctx.frontier.drop(queued)
                 ctx.stats.count(ctx.stats.skipped, "robots")
@@ -73,8 +77,20 @@ class SiteRequests:
                 return None
             if queued.item.kind is UrlKind.PAGE:
                 ctx.pages_started += 1
+            ctx.blocked_sites.discard(site)  # it has work it may do
             return ctx.frontier.lease(queued, now)
         return None
+
+    def _hold(self, state: SiteState, rules: RobotsRules, held_until: float) -> None:
+        """Every ready URL of the site waits on a failing origin: the site's turn comes back
+        after one normal gap (new URLs of its other origins may arrive), or when the hold
+        ends, whichever is first. URLs waiting on an unreadable robots.txt only hold a
+        one-shot crawl as they always did: not at all (see CrawlContext.is_finished)."""
+        ctx = self.ctx
+        if rules.status is RobotsStatus.UNREACHABLE:
+            ctx.blocked_sites.add(state.site)
+        recheck = ctx.clock.now() + state.clock.gap_s(ctx.clock_policy)
+        state.clock.next_allowed_at = max(state.clock.next_allowed_at, min(held_until, recheck))
 
     def _over_daily_cap(self, state: SiteState, now: float) -> bool:
         """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""
@@ -145,11 +161,13 @@ class SiteRequests:
             now = ctx.clock.now()
             gap_end = now + state.clock.gap_s(ctx.clock_policy)
             state.clock.next_allowed_at = max(state.clock.next_allowed_at, gap_end)
-            if rules.retry_at is not None:
+            if rules.retry_at is None:
+                ctx.blocked_sites.discard(state.site)
+            elif not state.origins.others_answer(origin):
+                # The site's only live origin: all of it waits. With another origin
+                # answering, only this origin's URLs wait (take_turn; issue 13).
                 state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
                 ctx.blocked_sites.add(state.site)
-            else:
-                ctx.blocked_sites.discard(state.site)
             ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
             first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
             if first_read and rules.status is not RobotsStatus.UNREACHABLE:
@@ -177,7 +195,8 @@ class SiteRequests:
             # site whose name does not resolve is not retried in a tight loop.
             state.clock.start(start)
             end = ctx.clock.now()
-            state.clock.finish(end, 0.0, FetchOutcome.NETWORK_ERROR, policy=ctx.clock_policy)
+            outcome = self._outcome(state, url, end, 0, exc.kind)
+            state.clock.finish(end, 0.0, outcome, policy=ctx.clock_policy)
             return _failed(url, start, end, exc)
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
@@ -210,15 +229,30 @@ class SiteRequests:
             retry_after = None
             if result is not None and status in (429, 503):
                 retry_after = parse_retry_after(result.header("Retry-After"), end)
+            error_kind = result.error_kind if result is not None else None
             state.clock.finish(
                 end,
                 end - start,
-                classify_status(status),
+                self._outcome(state, url, end, status, error_kind),
                 policy=ctx.clock_policy,
                 retry_after_s=retry_after,
             )
             if result is not None and result.body is not None:
                 ctx.stats.bytes_downloaded += len(result.body)
+
+    def _outcome(
+        self, state: SiteState, url: str, now: float, status: int, error_kind: str | None
+    ) -> FetchOutcome:
+        """What the exchange means for the site clock (site_clock, origin_health)."""
+        policy = self.ctx.clock_policy
+        return state.origins.note(
+            origin_of(url),
+            now,
+            classify_result(status, error_kind),
+            error_kind,
+            gap_s=state.clock.gap_s(policy),
+            policy=policy,
+        )
 
     async def _cluster_admits(self, site: str, ip: str) -> bool:
         """Cluster mode: the cluster-wide slot on `ip` is ours, and the site's partition is
@@ -254,6 +288,15 @@ def conditional_headers(previous: PageRecord | None) -> dict[str, str] | None:
     if previous.last_modified:
         headers["If-Modified-Since"] = previous.last_modified
     return headers or None
+
+
+def _origin_held_until(state: SiteState, origin: str, rules: RobotsRules) -> float:
+    """Until when `origin`'s URLs wait: its unreadable robots.txt's retry, or its own
+    connection backoff (0.0: they may go now)."""
+    held = state.origins.held_until(origin)
+    if rules.status is RobotsStatus.UNREACHABLE:
+        held = max(held, rules.retry_at or rules.expires_at)
+    return held
 
 
 def _same_site(url: str, site: str) -> bool:

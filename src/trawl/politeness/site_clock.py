@@ -14,6 +14,12 @@ Rules (the hard politeness rule lives here):
 - THROTTLED (429/503), SERVER_ERROR (other 5xx) and NETWORK_ERROR widen the gap
   exponentially: min(backoff_max_s, gap x backoff_factor**failures), never below the
   normal gap. A Retry-After is obeyed exactly (RFC 9110 10.2.3). Any OK answer resets.
+- URL_ERROR (an answer this URL will give every time: oversized or too many headers, a
+  malformed status line, a body over the cap) says nothing about the site's load: the gap
+  stays what it was (the normal gap, or the current backoff, not widened; issue 13).
+- ORIGIN_ERROR (one origin of the site refused or did not resolve while another answers,
+  see politeness.origin_health) takes one backoff step, never more: the failing origin
+  backs off on its own, the site's other origins keep their pace.
 - After `park_after_failures` failures in a row the site is parked for `park_s`; one
   probe follows, and each further failure parks it again.
 """
@@ -37,6 +43,25 @@ class FetchOutcome(Enum):
     THROTTLED = "throttled"  # 429 or 503: the site asks us to slow down
     SERVER_ERROR = "server_error"  # other 5xx
     NETWORK_ERROR = "network_error"  # timeout, reset, DNS or connect failure
+    URL_ERROR = "url_error"  # the site answered; this URL's answer is unusable, every time
+    ORIGIN_ERROR = "origin_error"  # one origin failed while another origin of the site answers
+
+
+# Error kinds (fetch.fetcher) that a URL repeats deterministically and that say nothing about
+# the site's load: "protocol" (status line or headers unparsable, oversized or too many
+# headers, bad chunk framing), "too_big" and "decode" (the body), "invalid_url",
+# "blocked_address" (an address we refuse). Recorded at once, never retried, no backoff.
+DETERMINISTIC_ERRORS = frozenset(
+    {"protocol", "too_big", "decode", "invalid_url", "blocked_address"}
+)
+
+
+def classify_result(status: int, error_kind: str | None) -> FetchOutcome:
+    """Sort one exchange for the clock: a deterministic error is the URL's, not the site's;
+    any other failure without an HTTP answer is a NETWORK_ERROR; else `classify_status`."""
+    if error_kind in DETERMINISTIC_ERRORS:
+        return FetchOutcome.URL_ERROR
+    return classify_status(0 if error_kind else status)
 
 
 def classify_status(status: int | None) -> FetchOutcome:
@@ -190,12 +215,16 @@ class SiteClock:
         if outcome is FetchOutcome.OK:
             self.consecutive_failures = 0
             self.parked_until = None
+        elif outcome is FetchOutcome.URL_ERROR:
+            self.error_count += 1
+            gap = max(gap, _backoff(gap, self.consecutive_failures, policy))
+        elif outcome is FetchOutcome.ORIGIN_ERROR:
+            self.error_count += 1
+            gap = max(gap, _backoff(gap, max(1, self.consecutive_failures), policy))
         else:
             self.consecutive_failures += 1
             self.error_count += 1
-            exponent = min(self.consecutive_failures, _MAX_EXPONENT)
-            backoff = min(policy.backoff_max_s, gap * policy.backoff_factor**exponent)
-            gap = max(gap, backoff)
+            gap = max(gap, _backoff(gap, self.consecutive_failures, policy))
             if self.consecutive_failures >= policy.park_after_failures:
                 self.parked_until = now + policy.park_s
                 gap = max(gap, policy.park_s)
@@ -257,6 +286,14 @@ class SiteClock:
             )
         except (KeyError, TypeError) as exc:
             raise DataError(f"site clock checkpoint is damaged: {exc!s}") from exc
+
+
+def _backoff(gap: float, failures: int, policy: ClockPolicy) -> float:
+    """The gap after `failures` failures in a row (the normal gap for none)."""
+    if failures <= 0:
+        return gap
+    exponent = min(failures, _MAX_EXPONENT)
+    return min(policy.backoff_max_s, gap * policy.backoff_factor**exponent)
 
 
 def _number(data: dict[str, object], key: str) -> float:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from trawl.errors import DataError
 from trawl.frontier.traps import SiteTrapState, TrapPolicy
+from trawl.politeness.origin_health import OriginHealth
 from trawl.politeness.robots import RobotsRules, RobotsStatus
 from trawl.politeness.site_clock import ClockPolicy, SiteClock
 from trawl.politeness.site_limits import SiteLimits
@@ -34,6 +35,7 @@ class SiteState:
     sitemap_files: int = 0
     sitemap_urls: int = 0
     limits: SiteLimits | None = None  # the operator's override
+    origins: OriginHealth = field(default_factory=OriginHealth)  # not in the host record
 
     def set_limits(
         self, limits: SiteLimits | None, policy: ClockPolicy, restarted_at: float | None = None
