@@ -246,3 +246,17 @@ def test_redirect_loop_and_chain(proc: TestWebProcess) -> None:
     assert f"hostile-redirects.test:{proc.port}/loop/a\r\n".encode() in loop
     last = raw_get(proc, HostileKind.REDIRECTS, "/chain/12", limit=10_000, seconds=2.0)
     assert b"/end.html\r\n" in last
+
+
+def test_issue_13_fault_urls_over_sockets(proc: TestWebProcess) -> None:
+    inf = raw_get(proc, HostileKind.ENDLESS_REDIRECT, "/inf/7", limit=10_000, seconds=2.0)
+    assert inf.startswith(b"HTTP/1.1 302")
+    assert b"/inf/8\r\n" in inf
+    with pytest.raises(ConnectionResetError):  # mid-body, before the promised 100000 bytes
+        raw_get(proc, HostileKind.RESET_PAGE, "/resets.html", limit=200_000, seconds=2.0)
+    status = raw_get(proc, HostileKind.BAD_HEADERS, "/bad-status.html", limit=10_000, seconds=2.0)
+    assert status.startswith(b"HTTP/1.1 2OO ")
+    many = raw_get(proc, HostileKind.BAD_HEADERS, "/many-headers.html", limit=100_000, seconds=2.0)
+    assert many.count(b"\r\nX-Many-") == 300
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((ip_of(proc, domain(HostileKind.CLOSED_PORT)), 81), timeout=2.0)

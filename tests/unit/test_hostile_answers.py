@@ -226,3 +226,26 @@ def test_politeness_flags_a_request_inside_retry_after() -> None:
 def test_politeness_accepts_waiting_out_retry_after() -> None:
     log = [rec(0.0, "/robots.txt"), rec(1.0, "/", 3.0), rec(4.11, "/"), rec(5.2, "/x")]
     assert check_politeness(log) == []
+
+
+def test_issue_13_fault_sites_keep_one_bad_url_next_to_healthy_pages() -> None:
+    r = responder()
+    endless = host(HostileKind.ENDLESS_REDIRECT)
+    for n in (1, 10, 500):
+        assert f"/inf/{n + 1}\r\n".encode() in r.answer(endless, f"/inf/{n}", NOW).head
+    assert r.answer(endless, "/inf/x", NOW).status == 404
+    resets = r.answer(host(HostileKind.RESET_PAGE), "/resets.html", NOW)
+    assert resets.ending is Ending.RESET
+    assert isinstance(resets.body, bytes)
+    assert b"Content-Length: 100000" in resets.head
+    assert len(resets.body) < 100_000  # cut mid-body, every time
+    assert r.answer(host(HostileKind.RESET_PAGE), "/healthy.html", NOW).status == 200
+    bad = host(HostileKind.BAD_HEADERS)
+    assert len(r.answer(bad, "/oversized-header.html", NOW).head) > 65_000
+    assert r.answer(bad, "/many-headers.html", NOW).head.count(b"\r\nX-Many-") == 300
+    assert r.answer(bad, "/bad-status.html", NOW).head.startswith(b"HTTP/1.1 2OO ")
+    assert r.answer(bad, "/ok/1.html", NOW).status == 200
+    home = r.answer(host(HostileKind.CLOSED_PORT), "/", NOW)
+    assert isinstance(home.body, bytes)
+    assert b"http://hostile-closed-port.test:81/a.html" in home.body
+    assert b'"/ok/3.html"' in home.body

@@ -47,7 +47,17 @@ class HostileKind(StrEnum):
     REPEAT = "repeat"  # /a/b/a/b/... and /2026/11/2026/11/... one level deeper each page
     FACETS = "facets"  # /search?color=&size=&sort=&page= every one-step change linked
     COPIES = "copies"  # /item/1 .. /item/5000, each linking the next 20, near-identical
+    # Fetch faults (issue 13): one bad URL next to healthy pages of the same site.
+    ENDLESS_REDIRECT = "endless-redirect"  # /inf/N -> /inf/N+1, forever
+    RESET_PAGE = "reset-page"  # /resets.html resets mid-body on every try; /healthy.html
+    BAD_HEADERS = "bad-headers"  # oversized header, too many headers, bad status line; /ok/
+    CLOSED_PORT = "closed-port"  # home links its own origin on port 81 (closed) and /ok/
 
+
+FAULT_OK_PAGES = tuple(f"/ok/{n}.html" for n in range(1, 4))
+BAD_HEADER_PATHS = ("/oversized-header.html", "/many-headers.html", "/bad-status.html")
+MANY_HEADERS = 300  # aiohttp (and trawl's fetcher) refuse more than 128
+CLOSED_PORT = 81  # nothing listens there on the hostile addresses
 
 # Page requests (robots.txt not counted) a sane crawler makes on each hostile site. The
 # trap kinds are bounded only by the crawler's trap rules, so their bounds are generous.
@@ -67,6 +77,10 @@ PAGE_BOUNDS: dict[HostileKind, int] = {
     HostileKind.REPEAT: 200,
     HostileKind.FACETS: 200,
     HostileKind.COPIES: 200,
+    HostileKind.ENDLESS_REDIRECT: 12,  # home, then /inf/1 .. /inf/11 (fetch.max_redirects 10)
+    HostileKind.RESET_PAGE: 5,  # home, healthy, the reset page fetch.max_attempts (3) times
+    HostileKind.BAD_HEADERS: 4 + len(FAULT_OK_PAGES),  # home and each bad URL once
+    HostileKind.CLOSED_PORT: 1 + len(FAULT_OK_PAGES),  # port 81 refuses: never logged
 }
 
 # Paths the seed home page links to, besides "/".
@@ -465,6 +479,46 @@ class HostileResponder:
             return fixed(200, html_page("The end", ["/"]))
         return not_found()
 
+    def _endless_redirect(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
+        if path == "/":
+            return fixed(200, html_page("Endless redirects", ["/inf/1"]))
+        n = _int_after(path, "/inf/")
+        return self._redirect(host, f"/inf/{n + 1}") if n is not None else not_found()
+
+    def _reset_page(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
+        if path == "/":
+            return fixed(200, html_page("One bad page", ["/resets.html", "/healthy.html"]))
+        if path == "/resets.html":
+            body = b"<!DOCTYPE html><html><body><p>" + b"cut short " * 500
+            head = response_head(200, [("Content-Type", HTML), ("Content-Length", "100000")])
+            return HostileAnswer(200, head, body, Ending.RESET)
+        if path == "/healthy.html":
+            return fixed(200, html_page("Healthy", ["/"]))
+        return not_found()
+
+    def _bad_headers(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
+        if path == "/":
+            return fixed(200, html_page("Bad heads", [*BAD_HEADER_PATHS, *FAULT_OK_PAGES]))
+        body = html_page(path, ["/"])
+        if path == "/oversized-header.html":
+            return fixed(200, body, extra=[("X-Filler", "a" * HUGE_HEADER_BYTES)])
+        if path == "/many-headers.html":
+            return fixed(200, body, extra=[(f"X-Many-{n}", str(n)) for n in range(MANY_HEADERS)])
+        if path == "/bad-status.html":
+            head = f"HTTP/1.1 2OO Okay-ish\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            return HostileAnswer(200, head, body, Ending.CLOSE)
+        if path in FAULT_OK_PAGES:
+            return fixed(200, html_page(f"ok {path}", ["/"]))
+        return not_found()
+
+    def _closed_port(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
+        if path == "/":
+            closed = [f"http://{host}:{CLOSED_PORT}{p}" for p in ("/", "/a.html", "/b.html")]
+            return fixed(200, html_page("Two origins", [*closed, *FAULT_OK_PAGES]))
+        if path in FAULT_OK_PAGES:
+            return fixed(200, html_page(f"ok {path}", ["/"]))
+        return not_found()
+
     def _calendar(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
         if path == "/":
             return fixed(200, html_page("Calendar", ["/cal/2026/01/"]))
@@ -531,6 +585,10 @@ _HANDLERS: dict[HostileKind, Callable[[HostileResponder, str, str, str, float], 
     HostileKind.REPEAT: HostileResponder._repeat,
     HostileKind.FACETS: HostileResponder._facets,
     HostileKind.COPIES: HostileResponder._copies,
+    HostileKind.ENDLESS_REDIRECT: HostileResponder._endless_redirect,
+    HostileKind.RESET_PAGE: HostileResponder._reset_page,
+    HostileKind.BAD_HEADERS: HostileResponder._bad_headers,
+    HostileKind.CLOSED_PORT: HostileResponder._closed_port,
 }
 
 
