@@ -208,6 +208,50 @@ def robots_redirect_target(
     return urlunsplit(target._replace(fragment=""))
 
 
+class HopAction(Enum):
+    """What to do with a robots.txt redirect to another site (RFC 9309 2.3.1.2)."""
+
+    FOLLOW = "follow"  # the target site is held: wait for its clock, then ask it
+    RETRY_NEXT_TURN = "retry_next_turn"  # leave the origin's rules as they are; ask again
+    UNREACHABLE = "unreachable"  # record the origin's robots.txt as unreachable (2.3.1.4)
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsHop:
+    action: HopAction
+    # RETRY_NEXT_TURN: the origin's next turn comes no earlier (None: its own gap decides).
+    not_before: float | None = None
+
+
+def robots_hop(
+    *, may_fetch: bool, held: bool, paused: bool, ready_at: float, gap_s: float, now: float
+) -> RobotsHop:
+    """Whether a robots.txt redirect to another site is followed in this turn.
+
+    A request to another site keeps *that* site's politeness: the shell first asks
+    `may_fetch` (cluster mode: the site's partition is this machine's), then tries to
+    hold it as a turn would (`held`: no turn of its own is running), then reads its
+    clock: `ready_at` (its next allowed start) and `gap_s` (its normal gap).
+
+    - Not ours to fetch (another machine's partition), or paused by the operator: the
+      origin's robots.txt is unreachable for now and is retried with the usual robots
+      backoff. Waiting turn after turn could last as long as the cause, with a request
+      to the origin's robots.txt each time; 2.3.1.4 lets an unreachable file mean
+      "crawl nothing" meanwhile.
+    - Held by a running turn, or its clock more than one normal gap away (it is backing
+      off or has a Retry-After): give up this turn, rules unchanged, and ask again at the
+      origin's next turn, which comes no sooner than the target's clock allows.
+    - Otherwise hold it and wait at most one gap for its clock, as its own turn would.
+    """
+    if not may_fetch or (held and paused):
+        return RobotsHop(HopAction.UNREACHABLE)
+    if not held:
+        return RobotsHop(HopAction.RETRY_NEXT_TURN)
+    if ready_at - now > gap_s:
+        return RobotsHop(HopAction.RETRY_NEXT_TURN, not_before=ready_at)
+    return RobotsHop(HopAction.FOLLOW)
+
+
 def robots_from_response(
     origin: str,
     status: int | None,
