@@ -213,6 +213,24 @@ class CrawlContext:
             self._dirty_sites.add(site)
             self.frontier.release_site(site, self._ready_at(self.sites[site]))
 
+    def hold_site(self, site: str) -> bool:
+        """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
+        redirect from another site to it), until `release_held_site`. False when a turn
+        holds it already. The caller checks `gate` first and waits for the site's clock."""
+        if site in self._busy or not self.frontier.hold_site(site):
+            return False
+        self._busy.add(site)
+        self.in_turn[site] += 1  # a partition hand-over waits for this request too
+        self.site_state(site)
+        return True
+
+    def release_held_site(self, site: str) -> None:
+        """Give back a site taken with `hold_site`, at its clock's next allowed time."""
+        self.release_site(site)
+        self.in_turn[site] -= 1
+        if not self.in_turn[site]:
+            del self.in_turn[site]
+
     def _ready_at(self, state: SiteState) -> float:
         if state.paused:  # looked at again now and then; lifting the pause wakes it at once
             return self.clock.now() + PAUSE_RECHECK_S

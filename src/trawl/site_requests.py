@@ -2,7 +2,8 @@
 
 Every request to a site — robots.txt, its redirect hops, pages — goes through `_request`,
 the one place where the per-IP gate is taken and the site clock is started and finished.
-The caller holds the site (frontier.site_schedule hands a site to one task at a time).
+The caller holds the site (frontier.site_schedule hands a site to one task at a time); a
+robots.txt redirect to another site holds that site too (`fetch_robots`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from trawl.frontier.traps import TrapReason
 from trawl.model import FetchResult, UrlKind
 from trawl.politeness.retry_after import parse_retry_after
 from trawl.politeness.robots import (
+    HopAction,
     RobotsRules,
     RobotsStatus,
     robots_from_response,
+    robots_hop,
     robots_redirect_target,
     robots_url,
 )
@@ -119,63 +122,129 @@ class SiteRequests:
     ) -> None:
         """RFC 9309 2.3: fetch an origin's robots.txt, following up to 5 redirects.
 
-        A redirect to another site is not followed: its clock belongs to whoever holds that
-        site, so following it would break the one-request-per-site rule. We treat it as
-        unreachable (crawl nothing, retry later) — the cautious reading of 2.3.1.4.
+        Redirects may lead to another site (2.3.1.2); its answer is still the origin's
+        rules. A request to another site keeps that site's politeness: it is made while
+        holding that site as a turn would (one request at a time), after its clock allows
+        (gap, Crawl-delay, backoff), through the per-IP gate like any request; the robots
+        check is not needed for a robots.txt. `robots_hop` decides whether to follow.
         """
         ctx = self.ctx
         s = ctx.settings.politeness
         url, hops = robots_url(origin), 0
-        while True:
-            result = await self._request(
-                state, url, read_any_type=True, max_body_bytes=s.robots_max_bytes
+        via = state  # the site the next request goes to; held by this turn
+        try:
+            while True:
+                result = await self._request(
+                    via, url, read_any_type=True, max_body_bytes=s.robots_max_bytes
+                )
+                if result.error_kind == NOT_SENT:
+                    return  # nothing was asked: the origin's rules stay as they were
+                ctx.stats.robots_fetches += 1
+                status: int | None = result.status or None
+                if status is not None and 300 <= status < 400:
+                    target = robots_redirect_target(url, status, result.header("Location"), hops)
+                    if target is not None:
+                        action, next_via = self._robots_hop(state, via, target)
+                        if action is HopAction.RETRY_NEXT_TURN:
+                            return  # rules unchanged: the origin's next turn asks again
+                        if next_via is not None:
+                            via, url, hops = next_via, target, hops + 1
+                            wait_s = via.clock.next_allowed_at - ctx.clock.now()
+                            ctx.stats.note_wait("site_clock", wait_s)
+                            await ctx.clock.sleep_until(via.clock.next_allowed_at)
+                            continue
+                        status = None  # UNREACHABLE: crawl nothing, retry with backoff
+                await self._set_robots(state, origin, previous, status, result.body)
+                return
+        finally:
+            if via is not state:
+                ctx.release_held_site(via.site)
+
+    def _robots_hop(
+        self, origin: SiteState, via: SiteState, target: str
+    ) -> tuple[HopAction, SiteState | None]:
+        """The action for a robots.txt redirect to `target`, and the site state to make
+        the next request through when it is followed (held by this turn from now on)."""
+        ctx = self.ctx
+        try:
+            site = site_of(target)
+        except ValueError:
+            return HopAction.UNREACHABLE, None
+        if site in (via.site, origin.site):
+            following = via if site == via.site else origin
+        else:
+            # Cluster mode: a site of another machine's partition is not ours to ask; the
+            # origin's robots.txt counts as unreachable and is retried with backoff.
+            may_fetch = ctx.gate is None or ctx.gate.may_fetch(site)
+            held = may_fetch and ctx.hold_site(site)
+            other = ctx.sites[site] if held else None
+            hop = robots_hop(
+                may_fetch=may_fetch,
+                held=held,
+                paused=other is not None and other.paused,
+                ready_at=other.clock.next_allowed_at if other is not None else 0.0,
+                gap_s=other.clock.gap_s(ctx.clock_policy) if other is not None else 0.0,
+                now=ctx.clock.now(),
             )
-            if result.error_kind == NOT_SENT:
-                return  # nothing was asked: the origin's rules stay as they were
-            ctx.stats.robots_fetches += 1
-            status: int | None = result.status or None
-            if status is not None and 300 <= status < 400:
-                target = robots_redirect_target(url, status, result.header("Location"), hops)
-                if target is not None and _same_site(target, state.site):
-                    url, hops = target, hops + 1
-                    ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - ctx.clock.now())
-                    await ctx.clock.sleep_until(state.clock.next_allowed_at)
-                    continue
-                if target is not None:
-                    status = None
-            failures = previous.failures if previous is not None else 0
-            rules = robots_from_response(
-                origin,
-                status,
-                result.body,
-                ctx.clock.now(),
-                previous_failures=failures,
-                cache_s=s.robots_cache_s,
-                retry_base_s=s.robots_retry_base_s,
-                retry_max_s=s.robots_retry_max_s,
-                max_bytes=s.robots_max_bytes,
-            )
-            await asyncio.get_running_loop().run_in_executor(None, rules.prepare)
-            state.set_robots(rules, ctx.agent_token)
-            # The clock finished this request before the Crawl-delay was known: re-apply it.
-            now = ctx.clock.now()
-            gap_end = now + state.clock.gap_s(ctx.clock_policy)
-            state.clock.next_allowed_at = max(state.clock.next_allowed_at, gap_end)
-            if rules.retry_at is None:
-                ctx.blocked_sites.discard(state.site)
-            elif not state.origins.others_answer(origin):
-                # The site's only live origin: all of it waits. With another origin
-                # answering, only this origin's URLs wait (take_turn; issue 13).
-                state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
-                ctx.blocked_sites.add(state.site)
-            ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
-            first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
-            if first_read and rules.status is not RobotsStatus.UNREACHABLE:
-                self.sitemaps.queue_from_robots(state, origin, rules)
-            # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
-            ctx.write_host(state.site)
-            ctx.records.commit()
-            return
+            if hop.action is not HopAction.FOLLOW:
+                if held:
+                    ctx.release_held_site(site)
+                if hop.not_before is not None:
+                    clock = origin.clock
+                    clock.next_allowed_at = max(clock.next_allowed_at, hop.not_before)
+                # Counted as a wait: the origin's robots.txt is asked again later.
+                wait_s = (hop.not_before or ctx.clock.now()) - ctx.clock.now()
+                ctx.stats.note_wait(f"robots_redirect_{hop.action.value}", wait_s)
+                return hop.action, None
+            assert other is not None
+            following = other
+        if via is not origin and via is not following:
+            ctx.release_held_site(via.site)  # done with it: its own turns may go on
+        return HopAction.FOLLOW, following
+
+    async def _set_robots(
+        self,
+        state: SiteState,
+        origin: str,
+        previous: RobotsRules | None,
+        status: int | None,
+        body: bytes | None,
+    ) -> None:
+        """Store the origin's rules from the final answer (on the origin's site state)."""
+        ctx = self.ctx
+        s = ctx.settings.politeness
+        failures = previous.failures if previous is not None else 0
+        rules = robots_from_response(
+            origin,
+            status,
+            body,
+            ctx.clock.now(),
+            previous_failures=failures,
+            cache_s=s.robots_cache_s,
+            retry_base_s=s.robots_retry_base_s,
+            retry_max_s=s.robots_retry_max_s,
+            max_bytes=s.robots_max_bytes,
+        )
+        await asyncio.get_running_loop().run_in_executor(None, rules.prepare)
+        state.set_robots(rules, ctx.agent_token)
+        # The clock finished this request before the Crawl-delay was known: re-apply it.
+        now = ctx.clock.now()
+        gap_end = now + state.clock.gap_s(ctx.clock_policy)
+        state.clock.next_allowed_at = max(state.clock.next_allowed_at, gap_end)
+        if rules.retry_at is None:
+            ctx.blocked_sites.discard(state.site)
+        elif not state.origins.others_answer(origin):
+            # The site's only live origin: all of it waits. With another origin
+            # answering, only this origin's URLs wait (take_turn; issue 13).
+            state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
+            ctx.blocked_sites.add(state.site)
+        ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
+        first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
+        if first_read and rules.status is not RobotsStatus.UNREACHABLE:
+            self.sitemaps.queue_from_robots(state, origin, rules)
+        # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
+        ctx.write_host(state.site)
+        ctx.records.commit()
 
     async def _request(
         self,
@@ -297,13 +366,6 @@ def _origin_held_until(state: SiteState, origin: str, rules: RobotsRules) -> flo
     if rules.status is RobotsStatus.UNREACHABLE:
         held = max(held, rules.retry_at or rules.expires_at)
     return held
-
-
-def _same_site(url: str, site: str) -> bool:
-    try:
-        return site_of(url) == site
-    except ValueError:
-        return False
 
 
 def _failed(url: str, start: float, end: float, exc: FetchError) -> FetchResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trawl.testweb.answers import Responder
 from trawl.testweb.politeness import Violation, ViolationKind, check_politeness
 from trawl.testweb.request_log import RequestLogRecord, parse_request_log
 from trawl.testweb.robots_variants import RobotsVariant
@@ -207,3 +208,60 @@ def test_issue_4_a_retry_after_answer_does_not_flag_its_own_request() -> None:
         method="GET", path="/robots.txt", status=200, ua=UA, body_bytes=0,
     )  # fmt: skip
     assert check_politeness([robots, told, later]) == []
+
+
+def test_issue_13_robots_redirect_to_another_site_counts_against_that_site() -> None:
+    # a.test's robots.txt redirects to b.test's: that request is b.test's first (its
+    # robots.txt, so "robots.txt first" holds) and keeps b.test's gap like any other.
+    polite = [
+        *clean_log(),
+        rec(4.0, "c.test", "/robots.txt", ip="127.1.0.4"),
+        rec(4.18, "b.test", "/robots.txt", ip="127.1.0.2"),
+        rec(5.2, "c.test", "/", ip="127.1.0.4"),
+    ]
+    assert check_politeness(polite) == []
+    hasty = [*clean_log(), rec(3.5, "b.test", "/robots.txt", ip="127.1.0.2")]
+    violations = check_politeness(hasty)
+    assert kinds(violations) == [ViolationKind.SITE_TOO_SOON]
+    assert violations[0].subject == "b.test"
+
+
+def test_issue_13_redirected_robots_rules_are_the_origins() -> None:
+    web = build_web(12, 4, seed=5, robots_cases=True)
+    origin = web.robots_cases()[RobotsVariant.REDIRECT_OTHER_SITE]
+    assert origin.robots_redirect_host is not None
+    inputs = web.politeness_inputs()
+    assert inputs["robots_txt"][origin.domain] == "User-agent: *\nDisallow: /docs/b/\n"
+    log = [
+        rec(0.0, origin.domain, "/robots.txt", ip=origin.ips[0]),
+        rec(1.5, origin.domain, "/docs/b/1.html", ip=origin.ips[0]),
+    ]
+    assert kinds(check_politeness(log, **inputs)) == [ViolationKind.DISALLOWED]
+
+
+def test_issue_13_groups_named_like_trawl_do_not_bind_the_checker() -> None:
+    web = build_web(12, 4, seed=5, robots_cases=True)
+    site = web.robots_cases()[RobotsVariant.NAMED_LIKE_AGENT]
+    log = [
+        rec(0.0, site.domain, "/robots.txt", ip=site.ips[0]),
+        rec(1.5, site.domain, "/", ip=site.ips[0]),
+        rec(3.0, site.domain, "/private/1.html", ip=site.ips[0]),
+    ]
+    violations = check_politeness(log, **web.politeness_inputs())
+    assert [(v.kind, "/private/1.html" in v.detail) for v in violations] == [
+        (ViolationKind.DISALLOWED, True)
+    ]
+
+
+def test_issue_13_test_web_redirects_robots_txt_to_another_site() -> None:
+    web = build_web(12, 4, seed=5, robots_cases=True)
+    origin = web.robots_cases()[RobotsVariant.REDIRECT_OTHER_SITE]
+    responder = Responder(web, 8080)
+    for host in origin.hosts:
+        reply = responder.answer(host, "/robots.txt", accepts_gzip=False)
+        assert reply.status == 301
+        location = dict(reply.headers)["Location"]
+        assert location == f"http://{origin.robots_redirect_host}:8080/robots.txt"
+    named = web.robots_cases()[RobotsVariant.NAMED_LIKE_AGENT]
+    body = responder.answer(named.domain, "/robots.txt", accepts_gzip=False).body
+    assert b"User-agent: trawlbot\nDisallow: /\n" in body

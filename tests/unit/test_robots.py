@@ -8,9 +8,12 @@ from hypothesis import strategies as st
 
 from trawl.errors import DataError
 from trawl.politeness.robots import (
+    HopAction,
+    RobotsHop,
     RobotsRules,
     RobotsStatus,
     robots_from_response,
+    robots_hop,
     robots_redirect_target,
     robots_url,
 )
@@ -349,3 +352,29 @@ def test_structured_robots_never_raise(lines: list[str], path: str) -> None:
     assert isinstance(rules.is_allowed(f"{ORIGIN}/{path}", "trawl"), bool)
     delay = rules.crawl_delay("trawl")
     assert delay is None or 0.0 <= delay <= DAY
+
+
+def hop(**kw: object) -> RobotsHop:
+    values: dict[str, object] = {
+        "may_fetch": True, "held": True, "paused": False, "ready_at": NOW, "gap_s": 1.0, "now": NOW
+    }  # fmt: skip
+    values.update(kw)
+    return robots_hop(**values)  # type: ignore[arg-type]  # test table of keyword values
+
+
+def test_issue_13_cross_site_hop_followed_when_held_and_clock_near() -> None:
+    assert hop().action is HopAction.FOLLOW
+    assert hop(ready_at=NOW + 1.0).action is HopAction.FOLLOW  # waits one gap, no more
+
+
+def test_issue_13_cross_site_hop_waits_for_a_busy_site() -> None:
+    assert hop(held=False) == RobotsHop(HopAction.RETRY_NEXT_TURN)
+
+
+def test_issue_13_cross_site_hop_backing_off_site_defers_the_origin() -> None:
+    assert hop(ready_at=NOW + 30.0) == RobotsHop(HopAction.RETRY_NEXT_TURN, not_before=NOW + 30.0)
+
+
+def test_issue_13_cross_site_hop_not_ours_or_paused_is_unreachable() -> None:
+    assert hop(may_fetch=False, held=False).action is HopAction.UNREACHABLE
+    assert hop(paused=True).action is HopAction.UNREACHABLE

@@ -184,3 +184,37 @@ def test_dropped_sites_leave_with_their_work() -> None:
     assert pop(s, 1.0) == "b.test"
     assert pop(s, 1.0) is None
     assert s.next_ready_at() is None
+
+
+def test_issue_13_hold_takes_a_waiting_site_until_release() -> None:
+    s = SiteSchedule()
+    s.add_work("b.test", Line.SLOW, 2)
+    assert s.hold("b.test") is True
+    assert pop(s, 100.0) is None  # held: its queued turn is not handed out
+    assert s.hold("b.test") is False  # nor held twice
+    s.release("b.test", ready_at=5.0)
+    assert pop(s, 4.99) is None
+    assert pop(s, 5.0) == "b.test"
+
+
+def test_issue_13_hold_fails_on_a_site_in_its_own_turn() -> None:
+    s = SiteSchedule()
+    s.add_work("b.test", Line.FAST, 1)
+    assert pop(s, 0.0) == "b.test"
+    assert s.hold("b.test") is False
+    s.release("b.test", ready_at=1.0)
+    assert s.hold("b.test") is True
+
+
+def test_issue_13_hold_of_a_site_without_work_leaves_nothing_behind() -> None:
+    s = SiteSchedule()
+    assert s.hold("c.test") is True
+    s.add_work("c.test", Line.SLOW, 1)  # found meanwhile: waits for the release
+    assert pop(s, 0.0) is None
+    s.release("c.test", ready_at=2.0)
+    assert s.next_ready_at() == 2.0
+    assert pop(s, 2.0) == "c.test"
+    s.take_work("c.test", Line.SLOW)
+    s.release("c.test", ready_at=3.0)
+    assert s.forget_idle() == 1
+    assert s.stats().sites == 0

@@ -217,6 +217,10 @@ class Frontier:
     def release_site(self, site: str, ready_at: float) -> None:
         self._schedule.release(site, ready_at)
 
+    def hold_site(self, site: str) -> bool:
+        """Take a site no turn holds, outside its turn (see SiteSchedule.hold)."""
+        return self._schedule.hold(site)
+
     def move_site(self, site: str, ready_at: float) -> None:
         """A waiting site's turn comes at `ready_at` instead (earlier or later)."""
         self._schedule.move(site, ready_at)

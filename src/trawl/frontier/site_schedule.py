@@ -9,9 +9,10 @@ How this works
   first picks refresh or discovery — refresh `refresh_share` of the time when both have
   ready sites, either alone otherwise — then, for discovery, fast `fast_share` of the time.
   So neither kind of work starves the other, and neither wastes slots the other could use.
-- A popped site is busy until `release(site, ready_at)`; a busy site is never handed out
-  again. This is the frontier's half of "one request at a time per site"; the site clock
-  (politeness.site_clock) is the other half and refuses an early start on its own.
+- A popped (or `hold`-taken) site is busy until `release(site, ready_at)`; a busy site is
+  never handed out again. This is the frontier's half of "one request at a time per
+  site"; the site clock (politeness.site_clock) is the other half and refuses an early
+  start on its own.
 
 Heap and FIFO entries are never removed in place: each site has a version number, bumped on
 release, and stale entries are skipped when they surface (lazy deletion).
@@ -123,6 +124,22 @@ class SiteSchedule:
             if contested:
                 self._contested[0 if line is Line.REFRESH else 1] += 1
             return site, line
+
+    def hold(self, site: str) -> bool:
+        """Make a site that no turn holds busy, for a request made outside its own turn (a
+        robots.txt redirect from another site to it); False when a turn holds it already.
+
+        The caller waits for the site's clock itself, then gives it back with `release`,
+        as a turn does. A site with no slot gets an empty one (forget_idle drops it later).
+        """
+        slot = self._slots.get(site)
+        if slot is None:
+            slot = self._slots[site] = _SiteSlot(counts=[0] * _LINES, ready_at=0.0)
+        elif slot.busy:
+            return False
+        slot.busy = True
+        slot.waiting = False  # its heap and FIFO entries go stale: release bumps the version
+        return True
 
     def release(self, site: str, ready_at: float) -> None:
         """The busy site is free again from `ready_at` on."""

@@ -4,10 +4,14 @@ How this works: the async shell fetches `robots_url(origin)`, following redirect
 `robots_redirect_target` decides, and hands the final status and body to
 `robots_from_response`, which returns a frozen `RobotsRules`. The shell asks
 `rules.is_allowed(url, "trawl")` before handing out each URL of that origin and refetches
-once `rules.is_fresh(now)` turns False. Parsing and matching are protego's (RFC 9309).
+once `rules.is_fresh(now)` turns False. Parsing, group choice and matching are
+`politeness.robots_txt`'s (RFC 9309 2.2, checked against Google's parser's tests).
 
 Rules (section numbers are RFC 9309's):
 - 2xx: the body is parsed, at most `max_bytes` of it (2.5: parse at least 500 KiB).
+- 3xx: followed up to 5 hops, to other hosts and sites too (2.3.1.2); the final answer's
+  rules (and Crawl-delay and Sitemaps) are the original origin's. The shell decides how
+  a hop to another site is made politely (`robots_hop`).
 - 3xx left after the redirect limit: "unavailable", crawl everything (2.3.1.2).
 - 4xx except 429: "unavailable", crawl everything (2.3.1.3).
 - 429, 5xx, timeout, connection error: "unreachable", crawl nothing (2.3.1.4) and
@@ -26,9 +30,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from protego import Protego
-
 from trawl.errors import DataError
+from trawl.politeness.robots_txt import RobotsTxt, path_of
 
 DEFAULT_CACHE_S = 86_400.0
 DEFAULT_MAX_BYTES = 512_000  # 500 KiB, the minimum RFC 9309 2.5 asks parsers to read
@@ -65,12 +68,12 @@ class RobotsRules:
     retry_at: float | None = None
     failures: int = 0
     # Parsed lazily on first use; a cache, so not part of equality, hash or repr.
-    _parser: Protego | None = field(default=None, init=False, compare=False, repr=False)
+    _parser: RobotsTxt | None = field(default=None, init=False, compare=False, repr=False)
 
-    def _protego(self) -> Protego:
+    def _parsed(self) -> RobotsTxt:
         parser = self._parser
         if parser is None:
-            parser = Protego.parse(self.text)
+            parser = RobotsTxt.parse(self.text)
             # Frozen dataclass: the cache is the one field we fill after construction.
             object.__setattr__(self, "_parser", parser)
         return parser
@@ -79,7 +82,7 @@ class RobotsRules:
         """Parse now and return self; run it in an executor, since a hostile 500 KiB file
         takes a few hundred ms to parse, which would stall the event loop on first use."""
         if self.status is RobotsStatus.RULES:
-            self._protego()
+            self._parsed()
         return self
 
     def is_allowed(self, url: str, agent_token: str) -> bool:
@@ -91,8 +94,11 @@ class RobotsRules:
             return False
         if self.status is RobotsStatus.ALLOW_ALL:
             return True
-        # RFC 9309 2.2.1: the group naming our product token beats `*`; protego picks it.
-        return bool(self._protego().can_fetch(url, agent_token))
+        # RFC 9309 2.2.2: /robots.txt itself is implicitly allowed.
+        if path_of(url) == "/robots.txt":
+            return True
+        # RFC 9309 2.2.1: the groups naming our product token, else `*` (robots_txt).
+        return self._parsed().is_allowed(url, agent_token)
 
     def crawl_delay(self, agent_token: str) -> float | None:
         """Seconds between requests asked by Crawl-delay (or Request-rate), or None.
@@ -102,14 +108,13 @@ class RobotsRules:
         """
         if self.status is not RobotsStatus.RULES:
             return None
-        parser = self._protego()
+        group = self._parsed().group_for(agent_token)
         delays: list[float] = []
-        delay = parser.crawl_delay(agent_token)
-        if delay is not None:
-            delays.append(float(delay))
-        rate = parser.request_rate(agent_token)
-        if rate is not None and rate.requests > 0:
-            delays.append(rate.seconds / rate.requests)
+        if group.crawl_delay_s is not None:
+            delays.append(group.crawl_delay_s)
+        if group.request_rate is not None:
+            requests, seconds = group.request_rate
+            delays.append(seconds / requests)
         sane = [d for d in delays if math.isfinite(d) and d >= 0.0]
         if not sane:
             return None
@@ -119,7 +124,7 @@ class RobotsRules:
         """Sitemap URLs listed in the file, as written (RFC 9309 2.2.4)."""
         if self.status is not RobotsStatus.RULES:
             return []
-        return list(self._protego().sitemaps)
+        return list(self._parsed().sitemaps)
 
     def is_fresh(self, now: float) -> bool:
         """True until `expires_at`; after that the shell should fetch robots.txt again."""
@@ -203,6 +208,50 @@ def robots_redirect_target(
     return urlunsplit(target._replace(fragment=""))
 
 
+class HopAction(Enum):
+    """What to do with a robots.txt redirect to another site (RFC 9309 2.3.1.2)."""
+
+    FOLLOW = "follow"  # the target site is held: wait for its clock, then ask it
+    RETRY_NEXT_TURN = "retry_next_turn"  # leave the origin's rules as they are; ask again
+    UNREACHABLE = "unreachable"  # record the origin's robots.txt as unreachable (2.3.1.4)
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsHop:
+    action: HopAction
+    # RETRY_NEXT_TURN: the origin's next turn comes no earlier (None: its own gap decides).
+    not_before: float | None = None
+
+
+def robots_hop(
+    *, may_fetch: bool, held: bool, paused: bool, ready_at: float, gap_s: float, now: float
+) -> RobotsHop:
+    """Whether a robots.txt redirect to another site is followed in this turn.
+
+    A request to another site keeps *that* site's politeness: the shell first asks
+    `may_fetch` (cluster mode: the site's partition is this machine's), then tries to
+    hold it as a turn would (`held`: no turn of its own is running), then reads its
+    clock: `ready_at` (its next allowed start) and `gap_s` (its normal gap).
+
+    - Not ours to fetch (another machine's partition), or paused by the operator: the
+      origin's robots.txt is unreachable for now and is retried with the usual robots
+      backoff. Waiting turn after turn could last as long as the cause, with a request
+      to the origin's robots.txt each time; 2.3.1.4 lets an unreachable file mean
+      "crawl nothing" meanwhile.
+    - Held by a running turn, or its clock more than one normal gap away (it is backing
+      off or has a Retry-After): give up this turn, rules unchanged, and ask again at the
+      origin's next turn, which comes no sooner than the target's clock allows.
+    - Otherwise hold it and wait at most one gap for its clock, as its own turn would.
+    """
+    if not may_fetch or (held and paused):
+        return RobotsHop(HopAction.UNREACHABLE)
+    if not held:
+        return RobotsHop(HopAction.RETRY_NEXT_TURN)
+    if ready_at - now > gap_s:
+        return RobotsHop(HopAction.RETRY_NEXT_TURN, not_before=ready_at)
+    return RobotsHop(HopAction.FOLLOW)
+
+
 def robots_from_response(
     origin: str,
     status: int | None,
@@ -257,9 +306,14 @@ def _decode_capped(body: bytes, max_bytes: int) -> str:
     When the body is cut, the last partial line is dropped too: a cut "Allow: /a/b" would
     read as "Allow: /a", allowing more than the site said.
     """
+    # A byte order mark, whole or cut short, is no part of line one (Google's parser
+    # skips partial ones too; utf-8-sig below only knows the whole one).
+    for bom in (b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"):
+        if body.startswith(bom):
+            body = body[len(bom) :]
+            break
     if len(body) > max_bytes:
         body = body[:max_bytes]
         cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
         body = body[: cut + 1] if cut >= 0 else b""
-    # utf-8-sig drops a leading byte order mark, which would otherwise spoil line one.
-    return body.decode("utf-8-sig", errors="replace")
+    return body.decode("utf-8", errors="replace")

@@ -31,12 +31,22 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="add live and static pages, sitemaps, copies and popular pages (needs >= 12 sites)",
     )
+    parser.add_argument(
+        "--robots-cases",
+        action="store_true",
+        help="give two sites robots.txt groups named like trawl and a cross-site redirect",
+    )
     return parser.parse_args(argv)
 
 
 async def _serve(args: argparse.Namespace) -> int:
     web = build_web(
-        args.sites, args.pages, args.seed, hostile=args.hostile, freshness=args.freshness
+        args.sites,
+        args.pages,
+        args.seed,
+        hostile=args.hostile,
+        freshness=args.freshness,
+        robots_cases=args.robots_cases,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -70,6 +70,8 @@ class Responder:
         site = self._web.site_of(host)
         if site is None:
             return _plain(404, f"unknown host {host!r}\n")
+        if path == "/robots.txt" and site.robots_redirect_host is not None:
+            return self._redirect(site.robots_redirect_host, path, 301)
         robots = robots_answer(site.robots, path)
         if robots is not None:
             return self._robots(site, host, robots)

@@ -91,6 +91,8 @@ class Site:
     pages: dict[tuple[str, str], Page] = field(hash=False)
     sitemaps: dict[tuple[str, str], Sitemap] = field(default_factory=dict, hash=False)
     robots_sitemaps: tuple[str, ...] = ()  # apex paths named by `Sitemap:` lines in robots.txt
+    # REDIRECT_OTHER_SITE: the apex of the site whose /robots.txt this site's redirects to.
+    robots_redirect_host: str | None = None
 
     @property
     def apex(self) -> str:

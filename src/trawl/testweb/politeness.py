@@ -5,8 +5,11 @@ Rules, each reported as its own `ViolationKind`:
   and successive starts are at least max(`min_gap_s`, the site's crawl delay) apart;
 - per IP address: at most `per_ip_max_in_flight` requests at once, and successive starts
   at least `per_ip_min_gap_s` apart;
-- per host: the first request is /robots.txt, and no request is for a path its robots.txt
-  disallows for `agent_token` (evaluated with protego, like the crawler);
+- per host: the first request is /robots.txt (one made while following another site's
+  robots.txt redirect counts: it is this host's file, and it counts against this site's
+  gap like any request), and no request is for a path its robots.txt disallows for
+  `agent_token` (RFC 9309 as trawl's parser reads it; Google's parser's test cases hold
+  that parser to the RFC, tests/unit/test_robots_google.py);
 - every User-Agent names `<agent_token>/` and a contact URL `(+http...)`;
 - per site: after an answer carrying Retry-After R (the log's `retry_after`), no later
   request to the site starts before that answer's `t_end + R` (RFC 9110 §10.2.3).
@@ -21,7 +24,7 @@ from enum import StrEnum
 from itertools import pairwise
 from typing import TYPE_CHECKING, TypedDict
 
-from protego import Protego
+from trawl.politeness.robots_txt import RobotsTxt
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +83,7 @@ def check_politeness(
         out += _retry_after_violations(site, recs, tolerance_s)
     for ip, recs in _grouped(records, lambda r: r.ip).items():
         out += _ip_violations(ip, recs, per_ip_max_in_flight, per_ip_min_gap_s, tolerance_s)
-    rules = {host: Protego.parse(text) for host, text in (robots_txt or {}).items()}
+    rules = {host: RobotsTxt.parse(text) for host, text in (robots_txt or {}).items()}
     for host, recs in _grouped(records, lambda r: r.host).items():
         out += _host_violations(host, recs, rules.get(host), agent_token)
     return out
@@ -156,7 +159,7 @@ def _ip_violations(
 
 
 def _host_violations(
-    host: str, recs: list[RequestLogRecord], rules: Protego | None, agent_token: str
+    host: str, recs: list[RequestLogRecord], rules: RobotsTxt | None, agent_token: str
 ) -> list[Violation]:
     out = []
     first_path = recs[0].path.split("?", 1)[0]
@@ -168,7 +171,7 @@ def _host_violations(
         if (
             rules is not None
             and path != ROBOTS_PATH
-            and not rules.can_fetch(f"http://{host}{record.path}", agent_token)
+            and not rules.is_allowed(f"http://{host}{record.path}", agent_token)
         ):
             detail = f"{record.path!r} is disallowed for {agent_token!r}"
             out.append(Violation(ViolationKind.DISALLOWED, host, detail))

@@ -34,7 +34,8 @@ class TestWebProcess:
     Files (request log, hosts file, server stderr) go to `workdir`, or to a temporary
     directory that `__exit__` removes. `hostile=True` adds the hostile sites
     (`TestWeb.hostile_sites()`), `freshness=True` the freshness features
-    (`TestWeb.freshness()`; needs `sites >= 12`).
+    (`TestWeb.freshness()`; needs `sites >= 12`), `robots_cases=True` the issue 13
+    robots.txt files (`TestWeb.robots_cases()`; needs `sites >= 12`).
     """
 
     __test__: ClassVar[bool] = False  # not a pytest test class
@@ -50,10 +51,12 @@ class TestWebProcess:
         ready_timeout_s: float = 20.0,
         hostile: bool = False,
         freshness: bool = False,
+        robots_cases: bool = False,
     ) -> None:
         self._args = (sites, pages, seed)
         self._hostile = hostile
         self._freshness = freshness
+        self._robots_cases = robots_cases
         self._own_dir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="trawl-testweb-")) if workdir is None else workdir
@@ -66,7 +69,9 @@ class TestWebProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.seeds: list[str] = []
-        self.web: TestWeb = build_web(sites, pages, seed, hostile=hostile, freshness=freshness)
+        self.web: TestWeb = build_web(
+            sites, pages, seed, hostile=hostile, freshness=freshness, robots_cases=robots_cases
+        )
 
     def __repr__(self) -> str:
         state = "stopped" if self._proc is None else f"pid={self._proc.pid}"
@@ -84,6 +89,8 @@ class TestWebProcess:
             command.append("--hostile")
         if self._freshness:
             command.append("--freshness")
+        if self._robots_cases:
+            command.append("--robots-cases")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
             self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)

@@ -3,7 +3,8 @@
 Each site gets one variant (all its hostnames serve the same file). `effective_rules`
 is what a correct crawler must act on: a missing file (404) allows everything, a
 server error (503) forbids everything (RFC 9309 §2.3.1.4), and a redirect is followed
-to the file it points at (RFC 9309 §2.3.1.2).
+to the file it points at (RFC 9309 §2.3.1.2), on another site too (REDIRECT_OTHER_SITE,
+whose target the web names: `Site.robots_redirect_host`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class RobotsVariant(StrEnum):
     CRAWL_DELAY = "crawl_delay"  # Crawl-delay: 2
     SERVER_ERROR = "server_error"  # /robots.txt answers 503: nothing may be fetched
     REDIRECTED = "redirected"  # /robots.txt 301 -> /robots-rules.txt
+    # Not in VARIANT_CYCLE; `build_web(robots_cases=True)` gives them to two sites.
+    NAMED_LIKE_AGENT = "named_like_agent"  # groups `trawlbot`, `mytrawl`... disallow all
+    REDIRECT_OTHER_SITE = "redirect_other_site"  # /robots.txt 301 -> another site's
 
 
 # Sites take variants in this order by index, so any web of >= 12 sites has all of them.
@@ -53,6 +57,13 @@ _TEXTS: dict[RobotsVariant, str] = {
     ),
     RobotsVariant.CRAWL_DELAY: "User-agent: *\nCrawl-delay: 2\nDisallow: /private/\n",
     RobotsVariant.REDIRECTED: "User-agent: *\nDisallow: /docs/b/\n",
+    # RFC 9309 2.2.1: a group binds trawl only if its product token *equals* `trawl`;
+    # these contain it, start like it, or extend it, and must all be ignored.
+    RobotsVariant.NAMED_LIKE_AGENT: (
+        "User-agent: trawlbot\nDisallow: /\n\nUser-agent: mytrawl\nDisallow: /\n\n"
+        "User-agent: trawl-extra\nUser-agent: traw\nDisallow: /\n\n"
+        "User-agent: *\nDisallow: /private/\n"
+    ),
 }
 
 _DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
@@ -76,6 +87,8 @@ def robots_answer(variant: RobotsVariant, path: str) -> RobotsAnswer | None:
             return RobotsAnswer(503, "service unavailable\n")
         if variant is RobotsVariant.REDIRECTED:
             return RobotsAnswer(301, "", REDIRECT_TARGET)
+        if variant is RobotsVariant.REDIRECT_OTHER_SITE:
+            return None  # the responder redirects to `Site.robots_redirect_host`
         return RobotsAnswer(200, _TEXTS[variant])
     if path == REDIRECT_TARGET and variant is RobotsVariant.REDIRECTED:
         return RobotsAnswer(200, _TEXTS[variant])
@@ -83,7 +96,8 @@ def robots_answer(variant: RobotsVariant, path: str) -> RobotsAnswer | None:
 
 
 def effective_rules(variant: RobotsVariant) -> str:
-    """The robots.txt text a correct crawler obeys for this variant."""
+    """The robots.txt text a correct crawler obeys for this variant (for
+    REDIRECT_OTHER_SITE: the target site's, see `TestWeb.robots_rules`)."""
     if variant is RobotsVariant.MISSING:
         return ""
     if variant is RobotsVariant.SERVER_ERROR:

@@ -5,7 +5,7 @@ variant, page paths, popularity), then writes each page's links, spelled in the 
 ways a URL normaliser must fold into one. Everything a test needs to judge a crawl is
 derived from the same values: `expected_fetches` walks the link graph the way a correct
 polite crawler would (BFS from the seeds, no links out of `nofollow` pages, robots rules
-evaluated with protego), and `politeness_inputs` feeds `check_politeness`.
+evaluated by RFC 9309 with trawl's parser), and `politeness_inputs` feeds `check_politeness`.
 
 Rules the generator keeps, so expectations stay simple:
 - every page of a site is linked from an index page that is never `nofollow`, except the
@@ -24,8 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from protego import Protego
-
+from trawl.politeness.robots_txt import RobotsTxt
 from trawl.testweb.freshness import Freshness, add_freshness
 from trawl.testweb.hostile import HostileKind, HostileSite, build_hostile_sites
 from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, Site
@@ -136,9 +135,21 @@ class TestWeb:
         robots.txt is reported.
         """
         delays = {s.domain: s.crawl_delay_s for s in self.sites if s.crawl_delay_s > 0}
-        robots = {host: effective_rules(s.robots) for s in self.sites for host in s.hosts}
+        robots = {host: self.robots_rules(s) for s in self.sites for host in s.hosts}
         robots.update({site.domain: site.robots_rules for site in self.hostile})
         return PolitenessInputs(crawl_delays=delays, robots_txt=robots)
+
+    def robots_rules(self, site: Site) -> str:
+        """The robots.txt text a correct crawler obeys on `site`'s hosts: for a redirect to
+        another site's robots.txt, that file's rules (RFC 9309 §2.3.1.2)."""
+        if site.robots_redirect_host is not None:
+            return effective_rules(self.by_host[site.robots_redirect_host].robots)
+        return effective_rules(site.robots)
+
+    def robots_cases(self) -> dict[RobotsVariant, Site]:
+        """The sites given the issue 13 robots variants (`build_web(robots_cases=True)`)."""
+        cases = (RobotsVariant.NAMED_LIKE_AGENT, RobotsVariant.REDIRECT_OTHER_SITE)
+        return {s.robots: s for s in self.sites if s.robots in cases}
 
     def hostile_sites(self) -> tuple[HostileSite, ...]:
         """The hostile sites, one per `HostileKind` (empty unless built with hostile=True)."""
@@ -159,7 +170,7 @@ class TestWeb:
     def _walk(
         self, port: int, agent_token: str, *, with_sitemaps: bool = False
     ) -> tuple[list[tuple[str, str]], set[str]]:
-        rules = {s.domain: Protego.parse(effective_rules(s.robots)) for s in self.sites}
+        rules = {s.domain: RobotsTxt.parse(self.robots_rules(s)) for s in self.sites}
         start = [(domain, "/") for domain in self.seed_domains]
         seen = set(start)
         queue = deque(start)
@@ -174,7 +185,7 @@ class TestWeb:
             if host not in robots_hosts and with_sitemaps:
                 targets += _sitemap_targets(site, host)
             robots_hosts.add(host)
-            if not rules[site.domain].can_fetch(f"http://{host}:{port}{path}", agent_token):
+            if not rules[site.domain].is_allowed(f"http://{host}:{port}{path}", agent_token):
                 continue
             fetched.append((host, path))
             for target in targets:
@@ -220,6 +231,7 @@ def build_web(
     n_seeds: int = 5,
     hostile: bool = False,
     freshness: bool = False,
+    robots_cases: bool = False,
 ) -> TestWeb:
     """Build a test web of `n_sites` sites of about `pages_per_site` pages each.
 
@@ -228,14 +240,19 @@ def build_web(
     sites and pages stay as without it. `freshness` adds live and static pages, sitemaps,
     exact and near copies and popular pages (see `freshness.py` and `TestWeb.freshness`);
     it needs `n_sites >= 12` and changes the text of every page (ValueError if too small).
-    Pure: the same arguments give the same web.
+    `robots_cases` (needs `n_sites >= 12`) gives two sites the issue 13 robots.txt files:
+    groups named like trawl but not `trawl`, and a redirect to another site's robots.txt
+    (see `TestWeb.robots_cases`). Pure: the same arguments give the same web.
     """
     if n_sites < 1 or pages_per_site < 1:
         raise ValueError(f"need >= 1 site and page, got {n_sites=} {pages_per_site=}")
     sites = build_sites(n_sites, pages_per_site, random.Random(seed))
+    if robots_cases:
+        sites = _with_robots_cases(sites)
     by_host = {host: site for site in sites for host in site.hosts}
     ranked = sorted(sites, key=lambda s: (-s.weight, s.index))
-    fetchable = [s for s in ranked if _may_crawl_home(s)]
+    by_domain = {s.domain: s for s in sites}
+    fetchable = [s for s in ranked if _may_crawl_home(s, by_domain)]
     seeds = tuple(s.domain for s in fetchable[:n_seeds])
     hostile_sites: tuple[HostileSite, ...] = ()
     if hostile:
@@ -266,6 +283,26 @@ def _link_hostile(site: Site, hostile: tuple[HostileSite, ...]) -> Site:
     return dataclasses.replace(site, pages=pages)
 
 
-def _may_crawl_home(site: Site) -> bool:
-    rules = Protego.parse(effective_rules(site.robots))
-    return bool(rules.can_fetch(f"http://{site.domain}/", DEFAULT_AGENT_TOKEN))
+def _may_crawl_home(site: Site, by_domain: dict[str, Site]) -> bool:
+    target = by_domain.get(site.robots_redirect_host or "", site)
+    rules = RobotsTxt.parse(effective_rules(target.robots))
+    return rules.is_allowed(f"http://{site.domain}/", DEFAULT_AGENT_TOKEN)
+
+
+# build_web(robots_cases=True): site index -> its variant. The two replace ALLOW_ALL sites
+# (VARIANT_CYCLE), so the ring of home-page links still reaches everything.
+_ROBOTS_CASES = {4: RobotsVariant.NAMED_LIKE_AGENT, 8: RobotsVariant.REDIRECT_OTHER_SITE}
+# The redirect leads to the REDIRECTED site's /robots.txt, itself a redirect (to
+# /robots-rules.txt, "Disallow: /docs/b/"): two hops, the first to another site.
+_REDIRECT_TARGET_INDEX = 10
+
+
+def _with_robots_cases(sites: list[Site]) -> list[Site]:
+    if len(sites) < 12:
+        raise ValueError(f"robots_cases needs >= 12 sites, got {len(sites)}")
+    target = sites[_REDIRECT_TARGET_INDEX]
+    out = list(sites)
+    for index, variant in _ROBOTS_CASES.items():
+        host = target.apex if variant is RobotsVariant.REDIRECT_OTHER_SITE else None
+        out[index] = dataclasses.replace(sites[index], robots=variant, robots_redirect_host=host)
+    return out
