@@ -286,6 +286,7 @@ class SiteRequests:
                 read_any_type=read_any_type,
                 max_body_bytes=max_body_bytes,
                 ip=ip,
+                on_sent=lambda: ctx.ip_gate.note_sent(ip, ctx.clock.now()),
             )
             return result
         finally:

@@ -332,6 +332,26 @@ def test_redirect_is_not_followed() -> None:
     run_with_web(test)
 
 
+def test_issue_13_on_sent_is_called_once_the_request_head_is_out() -> None:
+    """The per-IP gate times starts from here: after connecting, before the answer."""
+
+    async def test(web: Web, fetcher: Fetcher) -> None:
+        seen: list[int] = []
+        result = await fetcher.fetch(
+            url(web, "/page"), on_sent=lambda: seen.append(len(web.connections))
+        )
+        assert result.status == 200
+        assert seen == [1]  # once, with the connection already open
+        with socket.socket() as probe:  # a port with nobody listening: nothing is sent
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        refused = await fetcher.fetch(f"http://site.test:{port}/", on_sent=lambda: seen.append(0))
+        assert refused.error_kind == "connect"
+        assert seen == [1]
+
+    run_with_web(test)
+
+
 def test_robots_txt_is_read_only_when_asked() -> None:
     async def test(web: Web, fetcher: Fetcher) -> None:
         skipped = await fetcher.fetch(url(web, "/robots.txt"))

@@ -113,3 +113,18 @@ def test_repr_shows_state() -> None:
 def test_bad_limits_are_refused(max_in_flight: int, min_gap_s: float) -> None:
     with pytest.raises(ConfigError, match="per-IP"):
         IpGate(max_in_flight, min_gap_s)
+
+
+def test_issue_13_the_gap_runs_from_the_real_send() -> None:
+    """A request admitted at T0 but sent 0.1 s later (connection set-up, a loaded loop):
+    the next start waits for a gap after the send, as the server measures it."""
+    gate = IpGate()
+    assert gate.try_acquire(IP, T0) is None
+    gate.note_sent(IP, T0 + 0.1)
+    assert gate.try_acquire(IP, T0 + 0.25) == T0 + 0.35
+    assert gate.try_acquire(IP, T0 + 0.35) is None
+    gate.note_sent(IP, T0 + 0.3)  # never moves a start back
+    gate.release(IP, T0 + 0.4)
+    assert gate.try_acquire(IP, T0 + 0.5) == T0 + 0.6
+    gate.note_sent(OTHER, T0)  # unknown or idle IPs are left alone
+    assert gate.in_flight(OTHER) == 0

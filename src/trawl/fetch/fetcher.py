@@ -40,8 +40,8 @@ from trawl.fetch.ssrf import check_address
 from trawl.model import FetchResult
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from types import TracebackType
+    from collections.abc import Callable, Mapping, Sequence
+    from types import SimpleNamespace, TracebackType
 
     from trawl.fetch.dns import CachingResolver
     from trawl.fetch.ssrf import IPNetwork
@@ -263,12 +263,14 @@ class Fetcher:
         read_any_type: bool = False,
         max_body_bytes: int | None = None,
         ip: str | None = None,
+        on_sent: Callable[[], None] | None = None,
     ) -> FetchResult:
         """GET `url` without following redirects; web failures come back as results.
 
         `ip`, if given, is the address from an earlier `resolve(host)` (it is checked
         again); otherwise the host is resolved here. `max_body_bytes` overrides the
-        fetcher's raw body cap for this call (robots.txt uses 500 KiB).
+        fetcher's raw body cap for this call (robots.txt uses 500 KiB). `on_sent` is called
+        once the request head is written to the connection (the per-IP gate's start).
         """
         exchange = _Exchange(url=url, started_at=time.time(), start_s=time.monotonic())
         self._fetches += 1
@@ -283,6 +285,7 @@ class Fetcher:
                     if max_body_bytes is None
                     else max_body_bytes,
                     ip=ip,
+                    on_sent=on_sent,
                 )
         except _WEB_FAILURES as exc:
             exchange.error_kind, exchange.error = _classify(exc)
@@ -301,6 +304,7 @@ class Fetcher:
         read_any_type: bool,
         max_body_bytes: int,
         ip: str | None,
+        on_sent: Callable[[], None] | None,
     ) -> None:
         try:
             target = yarl.URL(exchange.url, encoded=_is_plain_ascii(exchange.url))
@@ -318,7 +322,10 @@ class Fetcher:
         try:
             session = self._ensure_session()
             async with session.get(
-                target, headers=self._request_headers(headers), allow_redirects=False
+                target,
+                headers=self._request_headers(headers),
+                allow_redirects=False,
+                trace_request_ctx=on_sent,
             ) as resp:
                 exchange.ip = _peer_ip(resp) or ip
                 exchange.status = resp.status
@@ -393,8 +400,24 @@ class Fetcher:
                 max_line_size=self.max_header_bytes,
                 max_field_size=self.max_header_bytes,
                 max_headers=self.max_headers,
+                trace_configs=[_SENT_TRACE],
             )
         return self._session
+
+
+async def _headers_sent(
+    session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    params: aiohttp.TraceRequestHeadersSentParams,
+) -> None:
+    on_sent = context.trace_request_ctx
+    if on_sent is not None:
+        on_sent()
+
+
+_SENT_TRACE = aiohttp.TraceConfig()
+_SENT_TRACE.on_request_headers_sent.append(_headers_sent)
+_SENT_TRACE.freeze()
 
 
 def _is_plain_ascii(url: str) -> bool:

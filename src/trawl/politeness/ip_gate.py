@@ -2,7 +2,8 @@
 
 How this works: after DNS and before sending, the shell calls `try_acquire(ip, now)`;
 None means the slot is taken and the request may start, a float is the earliest time
-worth asking again. `release(ip, now)` when the exchange ends. Per IP address at most
+worth asking again. `note_sent(ip, now)` when the request's head has gone out (the start
+a server sees), `release(ip, now)` when the exchange ends. Per IP address at most
 `max_in_flight` requests run at once and starts are at least `min_gap_s` apart.
 
 Memory: an IP's entry is needed only while it has requests in flight or its last start
@@ -63,6 +64,15 @@ class IpGate:
         state.in_flight += 1
         state.last_start_at = now
         return None
+
+    def note_sent(self, ip: str, now: float) -> None:
+        """The request admitted on `ip` was really sent at `now`: later starts count from
+        then. Between admission and the first byte lie connection set-up and event-loop lag,
+        which a loaded machine stretches by tens of milliseconds; a server measures starts
+        by what it receives, so the gap must run from the send (issue 13)."""
+        state = self._ips.get(ip)
+        if state is not None and state.in_flight:
+            state.last_start_at = max(state.last_start_at, now)
 
     def release(self, ip: str, now: float) -> None:
         """Give back a slot taken by `try_acquire`; raises RuntimeError if none was taken."""
