@@ -122,12 +122,18 @@ class Frontier:
             return self._head(site, "line < 2") or self._head(site, "line = 2")
         return self._head(site, "1")
 
-    def _head(self, site: str, where: str) -> QueuedUrl | None:
+    def head_within_depth(self, site: str, max_depth: int) -> QueuedUrl | None:
+        """The site's next discovery URL at link depth <= `max_depth` (a contained site's
+        vouched URLs, frontier.containment). Walks the site's discovery rows in line order
+        until one is shallow enough: call it once per turn, not per URL."""
+        return self._head(site, "line < 2 AND depth <= ?", (max_depth,))
+
+    def _head(self, site: str, where: str, params: tuple[int, ...] = ()) -> QueuedUrl | None:
         row = self._conn.execute(
             "SELECT id, url, url_hash, depth, line, discovered_at, attempts, kind, score,"
             f" score_parts FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
             " ORDER BY line, score DESC, id LIMIT 1",
-            (site,),
+            (site, *params),
         ).fetchone()
         if row is None:
             return None
