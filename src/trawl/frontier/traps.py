@@ -8,9 +8,12 @@ How this works. Two kinds of rule, both sans-I/O:
   and of calendars linking to themselves). It runs for every new link, so it is a handful
   of string operations; the repeat scan only runs when the path has a repeated segment.
 - `SiteTrapState` watches a site as it is crawled: which other sites link to it (its
-  importance, which scales its daily page cap) and the simhashes of its recent pages. When
-  most recent pages are near-identical (a calendar, a faceted search, a soft-404 page), the
-  site is flagged and its daily cap shrinks, so a trap costs a bounded number of fetches.
+  importance, which scales its daily page cap) and the fingerprints of its recent pages
+  (`PageOutput.trap_fingerprint`: the simhash of a page with prose, the letter-word shape of
+  a thin one). When most recent pages are near-identical (a calendar, a faceted search, a
+  soft-404 page), the site is flagged and its daily cap shrinks; whether the page just
+  noted has a near twin feeds the site's containment (`frontier.containment`), which
+  bounds what a trap costs within a few fetches.
 
 Daily cap formula: `cap = daily_page_cap * min(1 + log2(1 + referring_sites), max_importance)`,
 times `flagged_cap_factor` while flagged. One referring site doubles the base cap, three
