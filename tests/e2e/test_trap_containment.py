@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.cli import CrawlSummary, print_summary, run_async, run_crawl
-from trawl.config import Settings, with_overrides
+from trawl.config import Duration, Settings, with_overrides
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.testweb.hostile import TRAP_ENTRIES, HostileKind, HostileSite
@@ -152,3 +152,77 @@ def test_issue_13_rules_are_counted_in_the_summary(run: TrapRun) -> None:
 def test_issue_13_crawl_ends_by_itself_and_politely(run: TrapRun) -> None:
     assert run.summary.elapsed_s < MAX_TIME_S - 5  # trickled URLs do not hold it open
     assert check_politeness(run.requests, **run.web.web.politeness_inputs()) == []
+
+
+# -- a contained site in a continuous crawl: its known pages are still refreshed ----------
+
+REFRESH_TIME_S = 40.0
+TRICKLE_S = 6.0
+
+
+@dataclass
+class RefreshRun:
+    requests: list[RequestLogRecord]
+    site: HostileSite
+    containment: dict[str, object]
+
+
+@pytest.fixture(scope="module")
+def refresh_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefreshRun]:
+    """The calendar site alone, crawled continuously with second-scale recrawl intervals
+    and a trickle of one new URL per 6 s (the only trap setting changed)."""
+    tmp = tmp_path_factory.mktemp("traps-refresh")
+    with TestWebProcess(sites=1, pages=1, seed=3, hostile=True, workdir=tmp / "web") as web:
+        site = next(s for s in web.web.hostile_sites() if s.kind is HostileKind.CALENDAR)
+        settings = with_overrides(
+            Settings(),
+            crawl={
+                "contact_url": "https://trawl.invalid/test",
+                "max_time_s": REFRESH_TIME_S,
+                "continuous": True,
+            },
+            network={"hosts_file": str(web.hosts_file)},
+            recrawl={"min_interval": Duration(4.0), "max_interval": Duration(8.0)},
+            traps={"contained_interval_s": TRICKLE_S},
+        )
+        seeds = [(f"http://{site.domain}:{web.port}/", "trap site")]
+        run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        web.stop()
+        records = SqliteRecords(open_database(tmp / "data" / "trawl.db", readonly=True))
+        record = records.get_host(site.domain)
+        assert record is not None
+        containment = record["containment"]
+        assert isinstance(containment, dict)
+        yield RefreshRun(web.requests(), site, containment)
+
+
+def test_issue_13_contained_sites_known_pages_are_still_refreshed(refresh_run: RefreshRun) -> None:
+    since = refresh_run.containment["containedSince"]
+    assert isinstance(since, float)
+    later = Counter(
+        page_path(r)
+        for r in refresh_run.requests
+        if r.t_start > since and page_path(r) in refresh_run.site.real_paths
+    )
+    # Recrawl intervals of 4-8 s (doubling while unchanged) over the ~20 s left: every
+    # real page comes back, more of them than the trickle would have allowed.
+    assert set(later) == set(refresh_run.site.real_paths)
+    assert sum(later.values()) > REFRESH_TIME_S / TRICKLE_S
+
+
+def test_issue_13_contained_sites_new_urls_trickle_at_the_interval(refresh_run: RefreshRun) -> None:
+    since = refresh_run.containment["containedSince"]
+    assert isinstance(since, float)
+    seen: set[str] = set()
+    firsts = []  # first fetches of trap URLs after containment: the trickle
+    for r in sorted(refresh_run.requests, key=lambda r: r.t_start):
+        path = page_path(r)
+        if path in NOT_PAGES or path in refresh_run.site.real_paths or path in seen:
+            continue
+        seen.add(path)
+        if r.t_start > since:
+            firsts.append(r.t_start)
+    assert firsts  # the trickle went on
+    gaps = [b - a for a, b in zip([since, *firsts], firsts, strict=False)]
+    assert min(gaps) >= TRICKLE_S - 0.1  # containedSince is taken after the page's fetch
+    assert len(firsts) <= REFRESH_TIME_S / TRICKLE_S + 1
