@@ -25,6 +25,7 @@ from trawl.api.serve import DEFAULT_LISTEN, bind_listener, read_token, serve_api
 from trawl.config import Settings, load_settings, with_overrides
 from trawl.crawl import Crawler
 from trawl.errors import UsageError
+from trawl.frontier.containment import ContainReason
 from trawl.progress import report_progress
 from trawl.wiring import (
     add_seeds,
@@ -177,6 +178,9 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     return 0
 
 
+_CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
+
+
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
     st = s.stats
     rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
@@ -188,6 +192,16 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"
     )
+    contained = {r: s.traps.get(f"contained_{r}", 0) for r in _CONTAIN_REASONS}
+    if any(contained.values()) or s.traps.get("copy_page_links"):
+        parts = ", ".join(f"{r} {n}" for r, n in contained.items() if n)
+        out.write(
+            f"traps: sites contained {sum(contained.values())} ({parts or 'none'}), "
+            f"copy-page links not followed {s.traps.get('copy_page_links', 0)}, "
+            f"trickled {s.traps.get('contained_trickle', 0)}, "
+            f"rests {s.traps.get('contained_rest', 0)}, "
+            f"cleared {s.traps.get('contained_cleared', 0)}\n"
+        )
     fast, slow, refresh = s.turns_by_line
     if st.refresh_queued or st.sitemap_urls or st.duplicates or st.near_duplicates:
         out.write(

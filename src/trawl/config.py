@@ -102,9 +102,15 @@ class TrapSettings:
     similarity_window: int = 50
     similarity_threshold: int = 3
     similarity_alarm_share: float = 0.8
-    similarity_min_pages: int = 20
+    similarity_min_pages: int = 10
     similarity_clear_share: float = 0.4
     flagged_cap_factor: float = 0.1
+    contain_window: int = 5
+    contain_pages: int = 3
+    contain_clear_after: int = 3
+    contained_interval_s: float = 3600.0
+    contained_daily_cap: int = 24
+    vouched_depth: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trawl.cpu_batches import BatchedWorkers
+from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
 from trawl.histogram import Histogram
 from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
@@ -178,7 +179,11 @@ class CrawlContext:
         if state is None:
             record = self.records.get_host(site)
             if record is None:
-                state = SiteState(site, traps=SiteTrapState(self.trap_policy))
+                state = SiteState(
+                    site,
+                    traps=SiteTrapState(self.trap_policy),
+                    containment=SiteContainment(self.trap_policy),
+                )
             else:
                 state = SiteState.from_host_record(record, self.trap_policy)
             if self.resumed:
@@ -234,6 +239,9 @@ class CrawlContext:
     def _ready_at(self, state: SiteState) -> float:
         if state.paused:  # looked at again now and then; lifting the pause wakes it at once
             return self.clock.now() + PAUSE_RECHECK_S
+        if state.containment.resting:  # nothing to serve before its next trickle
+            trickle_at = state.containment.next_trickle_at(self.clock.now())
+            return max(state.clock.next_allowed_at, trickle_at)
         return state.clock.next_allowed_at
 
     def set_site_limits(self, site: str, limits: SiteLimits | None) -> SiteState:
@@ -326,6 +334,22 @@ class CrawlContext:
         """Into the frontier, ready when the site's clock allows (if the site is loaded)."""
         state = self.sites.get(item.site)
         self.frontier.enqueue(item, ready_at=0.0 if state is None else state.clock.next_allowed_at)
+        if state is not None and state.containment.is_contained:
+            self._wake_if_servable(state, item)
+
+    def _wake_if_servable(self, state: SiteState, item: CrawlUrl) -> None:
+        """A contained site resting until its next trickle gets work it may serve now (a due
+        page, a vouched URL): its turn comes back at its clock's time."""
+        containment = state.containment
+        if item.line is not Line.REFRESH:
+            if not containment.is_vouched(item.depth):
+                return
+            containment.maybe_vouched = True
+        if containment.resting:
+            containment.resting = False
+            self.blocked_sites.discard(state.site)
+            if state.site not in self._busy:
+                self.frontier.move_site(state.site, self._ready_at(state))
 
     def site_referrers(self, site: str) -> int:
         """Other sites seen linking to `site` (0 for a site not loaded in this run)."""
@@ -398,7 +422,8 @@ class CrawlContext:
         """Nothing in flight and nothing queued but URLs waiting on an unreachable robots.txt.
 
         Those stay queued (a rerun or a continuous crawl retries them); a one-shot crawl
-        does not sit out robots retry waits of up to an hour.
+        does not sit out robots retry waits of up to an hour, nor the trickle of a contained
+        trap site (frontier.containment), nor a site over its daily cap.
         """
         if self.in_flight or self.settings.crawl.continuous:
             return False

@@ -11,9 +11,10 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
+from trawl.frontier.containment import ContainReason, PageVerdict
 from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
-from trawl.model import CrawlUrl, FetchResult, PageRecord, UrlKind
+from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.site_requests import NOT_SENT
@@ -67,7 +68,7 @@ class PageOutcomes:
             if previous is not None:
                 changed = out.content_hash != previous.content_hash
             event = self.content.store(item, result, record, out, previous)
-            self._queue_links(item, out)
+            self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
             self._follow_redirect(item, result, record)
         if previous is not None and changed is None:
@@ -76,12 +77,21 @@ class PageOutcomes:
         ctx.records.put_page(record, event)
         ctx.frontier.done(lease)
 
-    def _queue_links(self, item: CrawlUrl, out: PageOutput) -> None:
+    def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
         ctx = self.ctx
         state = ctx.site_state(item.site)
-        if out.simhash and state.traps.note_page(out.simhash):
-            ctx.traps.count(TrapReason.SIMILAR_PAGES)
+        similar = False
+        if out.trap_fingerprint:
+            if state.traps.note_page(out.trap_fingerprint):
+                ctx.traps.count(TrapReason.SIMILAR_PAGES)
+            similar = state.traps.last_page_has_twin
         ctx.stats.links_found += len(out.links)
+        if _is_same_site_copy(item, record):
+            # New spellings of known content at best (frontier.containment): not followed.
+            ctx.traps.count(TrapReason.COPY_PAGE_LINKS, len(out.links))
+            self._judge_page(item, state, PageVerdict.COPY)
+            return
+        url_rule_hits = ctx.traps.url_rule_hits()
         if ctx.router is None:  # in cluster mode the referrer travels with the link
             for link in out.links:
                 if link.site != item.site:
@@ -113,6 +123,27 @@ class PageOutcomes:
                 link.url_hash
             ):
                 ctx.stats.rescored += 1
+        verdict = PageVerdict.SIMILAR if similar else PageVerdict.DISTINCT
+        if verdict is PageVerdict.DISTINCT and ctx.traps.url_rule_hits() > url_rule_hits:
+            verdict = PageVerdict.URL_PATTERNS
+        self._judge_page(item, state, verdict)
+
+    def _judge_page(self, item: CrawlUrl, state: SiteState, verdict: PageVerdict) -> None:
+        """Feed a discovery page's verdict to its site's containment (refetches do not
+        count: a known page says nothing new about the site's shape)."""
+        if item.line is Line.REFRESH or item.kind is not UrlKind.PAGE:
+            return
+        ctx = self.ctx
+        containment = state.containment
+        was_contained = containment.is_contained
+        reason = containment.note_page(verdict, item.depth, ctx.clock.now())
+        if reason is not None:
+            ctx.traps.count(_CONTAINED_COUNTER[reason])
+            ctx.mark_dirty(item.site)
+        elif was_contained and not containment.is_contained:
+            ctx.traps.count(TrapReason.CONTAINED_CLEARED)
+            ctx.blocked_sites.discard(item.site)
+            ctx.mark_dirty(item.site)
 
     def _route_link(self, item: CrawlUrl, link: FoundLink, pages: int, sites: int) -> None:
         """Cluster mode: score the link here (the in-link counts are here) and send it to its
@@ -287,6 +318,24 @@ def retry_not_before(state: SiteState, attempts: int, policy: ClockPolicy) -> fl
     URLs again: after the site's next turn, one normal gap more per attempt. Until then they
     go first, so one failing URL cannot keep a healthy page of its site waiting (issue 13)."""
     return state.clock.next_allowed_at + state.clock.gap_s(policy) * attempts
+
+
+_CONTAINED_COUNTER = {
+    ContainReason.COPIES: TrapReason.CONTAINED_COPIES,
+    ContainReason.SIMILAR_PAGES: TrapReason.CONTAINED_SIMILAR_PAGES,
+    ContainReason.URL_PATTERNS: TrapReason.CONTAINED_URL_PATTERNS,
+}
+
+
+def _is_same_site_copy(item: CrawlUrl, record: PageRecord) -> bool:
+    """The stored body is an exact or near copy of another page of the page's own site."""
+    copy_of = record.duplicate_of or record.near_duplicate_of
+    if not copy_of:
+        return False
+    try:
+        return site_of(copy_of) == item.site
+    except ValueError:
+        return False
 
 
 def item_importance(item: CrawlUrl, previous: PageRecord | None) -> float:

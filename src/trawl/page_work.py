@@ -11,7 +11,7 @@ import hashlib
 from typing import NamedTuple
 
 from trawl.errors import InvalidUrl
-from trawl.parse.fingerprint import main_text_fingerprint
+from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text_fingerprint, shape_of_tree
 from trawl.parse.links import links_of_tree, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
@@ -72,6 +72,10 @@ class PageOutput(NamedTuple):
     payload_digest: str  # WARC-Payload-Digest of the body, for revisit records
     text_tokens: int  # prose tokens the simhash saw; too few and it is not matched
     canonical: str  # normalised <link rel="canonical"> target, "" when absent or invalid
+    # What the trap alarm's similarity window compares (frontier.traps, frontier.containment):
+    # `simhash` for a page with prose, else the shape of its visible text (a calendar month,
+    # a facet page: parse.fingerprint.shape_of_tree), which thin pages' simhashes miss.
+    trap_fingerprint: int = 0
 
 
 def content_hash(body: bytes) -> str:
@@ -112,6 +116,8 @@ def process_page(page: PageInput) -> PageOutput:
         payload_digest,
         tokens,
         _canonical(parsed.canonical, parsed.base_url),
+        # Last: shape_of_tree strips page chrome from the tree.
+        simhash if tokens >= MIN_PROSE_TOKENS else shape_of_tree(tree),
     )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from trawl.errors import FetchError
 from trawl.frontier.traps import TrapReason
-from trawl.model import FetchResult, UrlKind
+from trawl.model import FetchResult, Line, UrlKind
 from trawl.politeness.retry_after import parse_retry_after
 from trawl.politeness.robots import (
     HopAction,
@@ -29,7 +29,8 @@ from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
-    from trawl.model import Lease, Line, PageRecord
+    from trawl.frontier.frontier import QueuedUrl
+    from trawl.model import CrawlUrl, Lease, PageRecord
     from trawl.politeness.site_state import SiteState
     from trawl.sitemap_outcomes import Sitemaps
 
@@ -56,6 +57,8 @@ class SiteRequests:
             return None  # released to re-check later; lifting the pause wakes it at once
         for _ in range(_MAX_SKIPS_PER_TURN):
             queued = ctx.frontier.head(site, line, now)
+            if queued is not None and state.containment.is_contained:
+                queued = self._contained_head(state, queued, now)
             if queued is None:
                 return None
             origin = origin_of(queued.item.url)
@@ -81,6 +84,8 @@ class SiteRequests:
             if queued.item.kind is UrlKind.PAGE:
                 ctx.pages_started += 1
             ctx.blocked_sites.discard(site)  # it has work it may do
+            if state.containment.is_contained:
+                self._note_contained_lease(state, queued.item, now)
             return ctx.frontier.lease(queued, now)
         return None
 
@@ -94,6 +99,40 @@ class SiteRequests:
             ctx.blocked_sites.add(state.site)
         recheck = ctx.clock.now() + state.clock.gap_s(ctx.clock_policy)
         state.clock.next_allowed_at = max(state.clock.next_allowed_at, min(held_until, recheck))
+
+    def _contained_head(self, state: SiteState, head: QueuedUrl, now: float) -> QueuedUrl | None:
+        """What a contained site may serve now (frontier.containment): `head` when it is a
+        due page, vouched or the trickle's turn has come; else a vouched URL, else a due
+        page; None rests the site until its next trickle (the shell releases it then)."""
+        ctx = self.ctx
+        containment = state.containment
+        if head.item.line is Line.REFRESH or containment.is_vouched(head.item.depth):
+            return head
+        if containment.maybe_vouched:
+            vouched = ctx.frontier.head_within_depth(
+                state.site, containment.max_vouched_depth(), now
+            )
+            if vouched is not None:
+                return vouched
+            containment.maybe_vouched = False  # until a vouched URL is queued again
+        if containment.may_trickle(now):
+            return head
+        due = ctx.frontier.head(state.site, Line.REFRESH, now)
+        if due is not None and due.item.line is Line.REFRESH:
+            return due
+        containment.resting = True
+        ctx.traps.count(TrapReason.CONTAINED_REST)
+        ctx.blocked_sites.add(state.site)  # a one-shot crawl does not wait for the trickle
+        return None
+
+    def _note_contained_lease(self, state: SiteState, item: CrawlUrl, now: float) -> None:
+        containment = state.containment
+        containment.resting = False
+        self.ctx.blocked_sites.discard(state.site)
+        if item.line is not Line.REFRESH and not containment.is_vouched(item.depth):
+            containment.note_trickle(now)
+            self.ctx.traps.count(TrapReason.CONTAINED_TRICKLE)
+            self.ctx.mark_dirty(state.site)
 
     def _over_daily_cap(self, state: SiteState, now: float) -> bool:
         """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""

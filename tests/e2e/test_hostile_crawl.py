@@ -3,8 +3,9 @@
 The hostile sites (trawl.testweb.hostile): stalls, a 50 MB page, a gzip bomb, 429 with
 Retry-After, endless 503s, robots.txt answering 500 or stalling, broken HTML and HTTP,
 200 MB / 1 GB binaries, redirect loops and chains, an endless calendar, session ids,
-repeating paths, faceted search and thousands of near-identical pages. Trap limits are
-set low so the run stays short; each is a config value (docs/CONFIG.md).
+repeating paths, faceted search, thousands of near-identical pages and one page re-served
+under ever longer paths. The trap sites are contained by the default trap rules (issue 13);
+only the depth limit is set low. Each is a config value (docs/CONFIG.md).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileRun]:
             # rule would otherwise space the stalling site's 3 s timeouts 30 s apart.
             fetch={"total_timeout_s": 3.0, "max_attempts": 2},
             politeness={"backoff_max_s": 4.0, "slow_factor": 2.0},
-            traps={"daily_page_cap": 20, "max_depth": 20},
+            traps={"max_depth": 20},
         )
         seeds = [(u, "test seed") for u in web.seeds]
         summary = run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
@@ -126,9 +127,10 @@ def test_gzip_bomb_is_stopped_and_not_stored(run: HostileRun) -> None:
 
 def test_trap_defences_fired_and_were_counted(run: HostileRun) -> None:
     traps = run.summary.traps
-    assert traps.get("repeating_path", 0) + traps.get("max_depth", 0) > 0
-    assert traps.get("daily_cap", 0) > 0
-    assert traps.get("similar_pages", 0) > 0  # the site of near-identical copies
+    # Calendar, repeating paths, facets, items and the re-served page are contained (issue
+    # 13) before the depth or repetition rules would cut them.
+    assert traps.get("copy_page_links", 0) > 0  # the near-identical items, the re-served page
+    assert traps.get("contained_copies", 0) + traps.get("contained_similar_pages", 0) >= 5
     assert run.summary.stats.retries  # 429/503/timeouts went back in line
 
 
@@ -140,4 +142,7 @@ def test_host_records_show_the_trouble(run: HostileRun) -> None:
     assert flaky["recentErrors"]
     copies = records.get_host("hostile-copies.test")
     assert copies is not None
-    assert copies["similarPagesFlag"] is True
+    containment = copies["containment"]
+    assert isinstance(containment, dict)
+    assert containment["contained"] is True
+    assert containment["reason"] == "copies"

@@ -103,7 +103,7 @@ def test_hostile_sites_are_linked_from_the_first_seed_and_resolvable(
     assert not any(host.startswith("hostile-") for host, _ in expected)
     bounds = web.hostile_bounds()
     assert bounds[domain(HostileKind.ROBOTS_5XX)] == 0
-    assert bounds[domain(HostileKind.CALENDAR)] == 200
+    assert bounds[domain(HostileKind.CALENDAR)] == 26  # 6 real pages + 20
 
 
 def test_stall_drips_and_no_headers_sends_nothing(proc: TestWebProcess) -> None:

@@ -166,10 +166,11 @@ def test_distinct_fingerprints_are_far_apart() -> None:
     assert min((a ^ b).bit_count() for a in values for b in values if a != b) > 3
 
 
-def test_alarm_needs_twenty_pages() -> None:
+def test_issue_13_alarm_fires_at_ten_pages_not_twenty() -> None:
     state = SiteTrapState(POLICY)
-    flips = [state.note_page(7) for _ in range(20)]
-    assert flips == [False] * 19 + [True]
+    flips = [state.note_page(7) for _ in range(10)]
+    assert flips == [False] * 9 + [True]
+    assert [state.last_page_has_twin, SiteTrapState(POLICY).last_page_has_twin] == [True, False]
     assert state.is_flagged
     assert state.note_page(7) is False  # it flips once
 

@@ -143,11 +143,19 @@ class Frontier:
                 return found
         return self._head_deferred(site)
 
-    def _head(self, site: str, where: str, now: float) -> QueuedUrl | None:
+    def head_within_depth(self, site: str, max_depth: int, now: float) -> QueuedUrl | None:
+        """The site's next ready discovery URL at link depth <= `max_depth` (a contained
+        site's vouched URLs, frontier.containment). Walks the site's discovery rows in line
+        order until one is shallow enough: call it once per turn, not per URL."""
+        return self._head(site, "line < 2 AND depth <= ?", now, (max_depth,))
+
+    def _head(
+        self, site: str, where: str, now: float, params: tuple[int, ...] = ()
+    ) -> QueuedUrl | None:
         row = self._conn.execute(
             f"SELECT {_HEAD_COLUMNS} FROM queue WHERE site = ? AND leased_until = 0 AND {where}"
             " AND not_before <= ? ORDER BY line, score DESC, id LIMIT 1",
-            (site, now),
+            (site, *params, now),
         ).fetchone()
         return None if row is None else _queued(site, row)
 

@@ -8,9 +8,12 @@ How this works. Two kinds of rule, both sans-I/O:
   and of calendars linking to themselves). It runs for every new link, so it is a handful
   of string operations; the repeat scan only runs when the path has a repeated segment.
 - `SiteTrapState` watches a site as it is crawled: which other sites link to it (its
-  importance, which scales its daily page cap) and the simhashes of its recent pages. When
-  most recent pages are near-identical (a calendar, a faceted search, a soft-404 page), the
-  site is flagged and its daily cap shrinks, so a trap costs a bounded number of fetches.
+  importance, which scales its daily page cap) and the fingerprints of its recent pages
+  (`PageOutput.trap_fingerprint`: the simhash of a page with prose, the letter-word shape of
+  a thin one). When most recent pages are near-identical (a calendar, a faceted search, a
+  soft-404 page), the site is flagged and its daily cap shrinks; whether the page just
+  noted has a near twin feeds the site's containment (`frontier.containment`), which
+  bounds what a trap costs within a few fetches.
 
 Daily cap formula: `cap = daily_page_cap * min(1 + log2(1 + referring_sites), max_importance)`,
 times `flagged_cap_factor` while flagged. One referring site doubles the base cap, three
@@ -30,7 +33,14 @@ from hashlib import blake2b
 
 from trawl.errors import DataError
 
-__all__ = ["SiteTrapState", "TrapCounters", "TrapPolicy", "TrapReason", "check_url"]
+__all__ = [
+    "URL_RULES",
+    "SiteTrapState",
+    "TrapCounters",
+    "TrapPolicy",
+    "TrapReason",
+    "check_url",
+]
 
 _SKETCH_SIZE = 64
 _HASH_BITS = 52  # stays exact as a JSON number (IEEE double) in any reader
@@ -50,15 +60,28 @@ class TrapPolicy:
     similarity_window: int = 50  # recent page fingerprints kept per site
     similarity_threshold: int = 3  # Hamming distance (bits) that counts as near-identical
     similarity_alarm_share: float = 0.8  # share of the window that flags the site
-    similarity_min_pages: int = 20  # no alarm before this many pages are in the window
+    similarity_min_pages: int = 10  # no alarm before this many pages are in the window
     similarity_clear_share: float = 0.4  # a flagged site is cleared below this share
     flagged_cap_factor: float = 0.1  # a flagged site's daily cap is scaled by this
+    # Containment (frontier.containment): when and how hard a trap site is held back.
+    contain_window: int = 5  # recent discovery pages judged per site
+    contain_pages: int = 3  # trap pages among them that contain the site at once
+    contain_clear_after: int = 3  # distinct trickled pages in a row that clear it
+    contained_interval_s: float = 3600.0  # one unvouched discovery fetch per this
+    contained_daily_cap: int = 24  # unvouched discovery fetches per UTC day while contained
+    vouched_depth: int = 1  # link hops below the site's entry exempt from the trickle
 
     def __post_init__(self) -> None:
         if self.max_repeats < 1 or self.similarity_window < 1:
             raise ValueError("max_repeats and similarity_window must be >= 1")
         if not 0.0 <= self.similarity_clear_share <= self.similarity_alarm_share <= 1.0:
             raise ValueError("need 0 <= similarity_clear_share <= similarity_alarm_share <= 1")
+        if not 1 <= self.contain_pages <= self.contain_window:
+            raise ValueError("need 1 <= contain_pages <= contain_window")
+        if self.contain_clear_after < 1 or self.contained_daily_cap < 0:
+            raise ValueError("need contain_clear_after >= 1 and contained_daily_cap >= 0")
+        if self.contained_interval_s < 0 or self.vouched_depth < 0:
+            raise ValueError("need contained_interval_s >= 0 and vouched_depth >= 0")
 
 
 class TrapReason(StrEnum):
@@ -71,6 +94,24 @@ class TrapReason(StrEnum):
     REPEATING_PATH = "repeating_path"
     DAILY_CAP = "daily_cap"
     SIMILAR_PAGES = "similar_pages"
+    # Containment (frontier.containment), issue 13:
+    COPY_PAGE_LINKS = "copy_page_links"  # links found on a same-site copy, not followed
+    CONTAINED_COPIES = "contained_copies"  # sites contained, by reason
+    CONTAINED_SIMILAR_PAGES = "contained_similar_pages"
+    CONTAINED_URL_PATTERNS = "contained_url_patterns"
+    CONTAINED_CLEARED = "contained_cleared"  # contained sites whose flag cleared
+    CONTAINED_TRICKLE = "contained_trickle"  # unvouched fetches of contained sites
+    CONTAINED_REST = "contained_rest"  # turns a contained site rested until its trickle
+
+
+# The rules that judge one URL's shape (check_url): a page linking such URLs looks like a trap.
+URL_RULES = (
+    TrapReason.MAX_DEPTH,
+    TrapReason.URL_TOO_LONG,
+    TrapReason.TOO_MANY_PARAMS,
+    TrapReason.TOO_MANY_SEGMENTS,
+    TrapReason.REPEATING_PATH,
+)
 
 
 _repeat_patterns: dict[int, re.Pattern[str]] = {}
@@ -198,6 +239,11 @@ class SiteTrapState:
             return True
         return False
 
+    @property
+    def last_page_has_twin(self) -> bool:
+        """The page last noted has a near-identical page in the window (it is SIMILAR)."""
+        return bool(self._recent) and self._recent[-1][1] > 0
+
     def _forget(self, gone: list[int], threshold: int) -> None:
         for other in self._recent:
             if (other[0] ^ gone[0]).bit_count() <= threshold:
@@ -274,6 +320,11 @@ class TrapCounters:
 
     def count(self, reason: TrapReason, n: int = 1) -> None:
         self._counts[reason] += n
+
+    def url_rule_hits(self) -> int:
+        """Links refused so far by the URL-shape rules (`URL_RULES`)."""
+        counts = self._counts
+        return sum(counts[rule] for rule in URL_RULES)
 
     def as_dict(self) -> dict[str, int]:
         """Every reason (zeros included) by its value, in declaration order."""

@@ -29,6 +29,7 @@ Cost bounds, so one ~100 KB page stays under a millisecond:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from hashlib import blake2b
 from itertools import compress
@@ -48,6 +49,7 @@ __all__ = [
     "format_simhash",
     "hamming",
     "main_text_fingerprint",
+    "shape_of_tree",
     "simhash_of_text",
     "text_fingerprint",
 ]
@@ -66,6 +68,7 @@ _MAX_WEIGHT = 8
 _CACHE_LIMIT = 50_000  # ~6 MB per process at worst
 _hash_cache: dict[str, bytes] = {}
 _SPACE = 1 << 64
+_LETTER_WORDS = re.compile(r"[^\W\d_]{2,}")  # words of 2+ letters: ids' stray letters drop out
 # Below this many prose tokens a near-duplicate match means little: on 50-token texts a
 # one-word edit already moves ~2 bits (p90: 4), and short texts of a small vocabulary
 # collide (bench/extract_bench.py prints the figures).
@@ -107,6 +110,19 @@ def _majority_bits(digests: bytes, n: int) -> int:
             if ((column >> b) & lanes).bit_count() > half:
                 out |= 1 << (shift + b)
     return out
+
+
+def shape_of_tree(tree: LexborHTMLParser) -> int:
+    """The simhash of the set of letter words (2+ letters) in the page's visible text.
+
+    Digits, punctuation, ids and how often a word occurs drop out, so a calendar's months,
+    a shop's facet pages (their link lists name the same facets) and one page re-served
+    under many paths share one shape, while a page with text of its own does not. The
+    trap alarm compares shapes (frontier.traps). Only the first `2 * _MAX_TEXT_CHARS`
+    characters count. 0 when there are no such words. Strips page chrome from the tree.
+    """
+    text = _visible_text(tree)[: 2 * _MAX_TEXT_CHARS].lower()
+    return simhash_of_text(" ".join(set(_LETTER_WORDS.findall(text))))[0]
 
 
 def text_fingerprint(html: bytes) -> int:

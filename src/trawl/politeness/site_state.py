@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trawl.errors import DataError
+from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState, TrapPolicy
 from trawl.politeness.origin_health import OriginHealth
 from trawl.politeness.robots import RobotsRules, RobotsStatus
@@ -29,6 +30,7 @@ class SiteState:
     day: int = 0  # epoch day that pages_today counts
     recent_errors: list[str] = field(default_factory=list)
     traps: SiteTrapState = field(default_factory=lambda: SiteTrapState(TrapPolicy()))
+    containment: SiteContainment = field(default_factory=lambda: SiteContainment(TrapPolicy()))
     copies: int = 0  # stored pages that were exact or near copies of another page
     main_copies: int = 0  # stored pages that were not
     sitemap_day: int = 0  # epoch day the sitemap counters count
@@ -116,6 +118,7 @@ class SiteState:
             "day": self.day,
             "traps": self.traps.to_json(),
             "similarPagesFlag": self.traps.is_flagged,
+            "containment": self.containment.to_json(),
             "copies": self.copies,
             "mainCopies": self.main_copies,
             "sitemaps": {
@@ -152,6 +155,8 @@ class SiteState:
                 if traps_data is None
                 else (SiteTrapState.from_json(traps_data, policy))
             )
+            # Absent from records written before issue 13: a clear state.
+            containment = SiteContainment.from_json(record.get("containment"), policy)
             counts = [record.get("copies", 0), record.get("mainCopies", 0)]
             sitemaps = record.get("sitemaps") or {}
             if not isinstance(sitemaps, dict):
@@ -170,6 +175,7 @@ class SiteState:
                 day=day,
                 recent_errors=[str(e) for e in errors] if isinstance(errors, list) else [],
                 traps=traps,
+                containment=containment,
                 copies=int(counts[0]),  # type: ignore[call-overload]  # checked above
                 main_copies=int(counts[1]),  # type: ignore[call-overload]
                 sitemap_day=int(counts[2]),  # type: ignore[call-overload]

@@ -13,6 +13,7 @@ serial), so it is one object per server; it never reads a clock (`now` is passed
 
 from __future__ import annotations
 
+import random
 import zlib
 from dataclasses import dataclass
 from email.utils import formatdate
@@ -21,6 +22,8 @@ from functools import cache
 from html import escape
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
+
+from trawl.testweb.text import paragraph, title, topic_words
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -52,6 +55,29 @@ class HostileKind(StrEnum):
     RESET_PAGE = "reset-page"  # /resets.html resets mid-body on every try; /healthy.html
     BAD_HEADERS = "bad-headers"  # oversized header, too many headers, bad status line; /ok/
     CLOSED_PORT = "closed-port"  # home links its own origin on port 81 (closed) and /ok/
+    RELPATH = "relpath"  # /docs/ links intro/ guide/ api/: one body under ever longer paths
+
+
+# Trap sites also have real pages (`REAL_PATHS`: a home, news, products, each with text of
+# its own), and their home links the trap's entry (issue 13: traps are contained while real
+# pages are still fetched). The home and news page link every real page.
+TRAP_ENTRIES: dict[HostileKind, tuple[str, ...]] = {
+    HostileKind.CALENDAR: ("/cal/2026/01/",),
+    HostileKind.SESSION: (),  # the home links the session pages, each with fresh ids
+    HostileKind.REPEAT: ("a/b/", "2026/11/"),
+    HostileKind.FACETS: ("/search",),
+    HostileKind.COPIES: ("/item/1",),
+    HostileKind.RELPATH: ("/docs/",),
+}
+REAL_PATHS = (
+    "/",
+    "/news/",
+    "/news/1.html",
+    "/news/2.html",
+    "/products/1.html",
+    "/products/2.html",
+)
+DOCS_SEGMENTS = ("intro", "guide", "api")
 
 
 FAULT_OK_PAGES = tuple(f"/ok/{n}.html" for n in range(1, 4))
@@ -60,7 +86,7 @@ MANY_HEADERS = 300  # aiohttp (and trawl's fetcher) refuse more than 128
 CLOSED_PORT = 81  # nothing listens there on the hostile addresses
 
 # Page requests (robots.txt not counted) a sane crawler makes on each hostile site. The
-# trap kinds are bounded only by the crawler's trap rules, so their bounds are generous.
+# trap kinds are bounded by the crawler's trap rules: their real pages plus 20.
 PAGE_BOUNDS: dict[HostileKind, int] = {
     HostileKind.STALL: 10,
     HostileKind.GIANT: 5,
@@ -72,11 +98,13 @@ PAGE_BOUNDS: dict[HostileKind, int] = {
     HostileKind.BROKEN: 40,
     HostileKind.BINARY: 10,
     HostileKind.REDIRECTS: 40,
-    HostileKind.CALENDAR: 200,
-    HostileKind.SESSION: 200,
-    HostileKind.REPEAT: 200,
-    HostileKind.FACETS: 200,
-    HostileKind.COPIES: 200,
+    # Trap sites: their real pages plus at most 20 fetches before containment (issue 13).
+    HostileKind.CALENDAR: len(REAL_PATHS) + 20,
+    HostileKind.SESSION: len(REAL_PATHS) + 20,
+    HostileKind.REPEAT: len(REAL_PATHS) + 20,
+    HostileKind.FACETS: len(REAL_PATHS) + 20,
+    HostileKind.COPIES: len(REAL_PATHS) + 20,
+    HostileKind.RELPATH: len(REAL_PATHS) + 20,
     HostileKind.ENDLESS_REDIRECT: 12,  # home, then /inf/1 .. /inf/11 (fetch.max_redirects 10)
     HostileKind.RESET_PAGE: 5,  # home, healthy, the reset page fetch.max_attempts (3) times
     HostileKind.BAD_HEADERS: 4 + len(FAULT_OK_PAGES),  # home and each bad URL once
@@ -124,6 +152,12 @@ class HostileSite:
     def page_bound(self) -> int:
         """Most page requests (robots.txt excluded) a sane crawler makes here."""
         return PAGE_BOUNDS[self.kind]
+
+    @property
+    def real_paths(self) -> tuple[str, ...]:
+        """Paths of a trap site's real pages (each fetched once by a sane crawler); the
+        rest of a trap site is trap. Empty for the other kinds."""
+        return REAL_PATHS if self.kind in TRAP_ENTRIES else ()
 
     @property
     def robots_rules(self) -> str:
@@ -375,6 +409,8 @@ class HostileResponder:
         path, _, query = target.partition("?")
         if path == "/robots.txt":
             return _robots(site.kind)
+        if site.kind in TRAP_ENTRIES and path in REAL_PATHS:
+            return fixed(200, self._real_page(site.kind, path))
         handler: Callable[[HostileResponder, str, str, str, float], HostileAnswer]
         handler = _HANDLERS[site.kind]
         return handler(self, site.domain, path, query, now)
@@ -519,9 +555,21 @@ class HostileResponder:
             return fixed(200, html_page(f"ok {path}", ["/"]))
         return not_found()
 
+    def _real_page(self, kind: HostileKind, path: str) -> bytes:
+        """A real page of a trap site: two paragraphs of its own text, links to the other
+        real pages (the home and news page also to the trap's entry)."""
+        rng = random.Random(f"{kind.value}:{path}")
+        text = paragraph(rng, topic_words(len(path))) + " " + paragraph(rng)
+        links = list(REAL_PATHS)
+        if path in ("/", "/news/"):
+            links += TRAP_ENTRIES[kind] or self._session_links()
+        return html_page(f"{kind.value} {path} {title(rng)}", links, text)
+
+    def _session_links(self) -> list[str]:
+        pages = ["/", *(f"/page/{n}.html" for n in range(1, SESSION_PAGES + 1))]
+        return [f"{p};jsessionid={self._session_id()}?sid={self._session_id()}" for p in pages]
+
     def _calendar(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
-        if path == "/":
-            return fixed(200, html_page("Calendar", ["/cal/2026/01/"]))
         month = calendar_month(path)
         if month is None:
             return not_found()
@@ -532,15 +580,11 @@ class HostileResponder:
 
     def _session(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
         path = path.split(";", 1)[0]
-        pages = ["/", *(f"/page/{n}.html" for n in range(1, SESSION_PAGES + 1))]
-        if path not in pages:
+        if path not in [f"/page/{n}.html" for n in range(1, SESSION_PAGES + 1)]:
             return not_found()
-        links = [f"{p};jsessionid={self._session_id()}?sid={self._session_id()}" for p in pages]
-        return fixed(200, html_page(f"session {path}", links))
+        return fixed(200, html_page(f"session {path}", self._session_links()))
 
     def _repeat(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
-        if path == "/":
-            return fixed(200, html_page("Repeat", ["a/b/", "2026/11/"]))
         for unit in ("/a/b", "/2026/11"):
             if path.endswith("/") and path[:-1] == unit * (len(path[:-1]) // len(unit)):
                 step = unit.lstrip("/") + "/"
@@ -548,20 +592,27 @@ class HostileResponder:
         return not_found()
 
     def _facets(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
-        if path == "/":
-            return fixed(200, html_page("Shop", ["/search"]))
         if path != "/search":
             return not_found()
         return fixed(200, html_page(f"search {query}", facet_links(query)))
 
     def _copies(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
-        if path == "/":
-            return fixed(200, html_page("Catalogue", ["/item/1"]))
         n = _int_after(path, "/item/")
         if n is None or not 1 <= n <= COPIES_COUNT:
             return not_found()
         links = [f"/item/{m}" for m in range(n + 1, min(n + COPIES_LINKS, COPIES_COUNT) + 1)]
         return fixed(200, html_page(f"Item {n}", links, _BOILERPLATE + f" Item number {n}."))
+
+    def _relpath(self, host: str, path: str, query: str, now: float) -> HostileAnswer:
+        """Every /docs/ path made of known segments serves the same bytes, whose relative
+        links resolve one level deeper: a server that ignores the path's tail."""
+        segments = path.split("/")
+        if segments[:2] != ["", "docs"] or segments[-1] != "":
+            return not_found()
+        if not all(part in DOCS_SEGMENTS for part in segments[2:-1]):
+            return not_found()
+        links = [f"{part}/" for part in DOCS_SEGMENTS]
+        return fixed(200, html_page("Documentation", links, "Read the manual."))
 
 
 _BOILERPLATE = (
@@ -589,6 +640,7 @@ _HANDLERS: dict[HostileKind, Callable[[HostileResponder, str, str, str, float], 
     HostileKind.RESET_PAGE: HostileResponder._reset_page,
     HostileKind.BAD_HEADERS: HostileResponder._bad_headers,
     HostileKind.CLOSED_PORT: HostileResponder._closed_port,
+    HostileKind.RELPATH: HostileResponder._relpath,
 }
 
 

@@ -160,9 +160,9 @@ class TestWeb:
 
         stall/giant/bomb/binary/flaky: a few, retries included; throttle: each page twice
         (429, then 200); redirects: the loop and the 12-hop chain once each. calendar,
-        repeat, facets, copies and session are infinite or huge: only the crawler's trap
-        rules (depth, repetition, query and session-id stripping, per-site budget) bound
-        them, so their bound is a generous 200. robots-5xx and robots-stall: 0, since an
+        repeat, facets, copies, relpath and session are infinite or huge: their real pages
+        (`HostileSite.real_paths`) plus at most 20 fetches before the crawler contains the
+        trap (issue 13). robots-5xx and robots-stall: 0, since an
         unreadable robots.txt forbids the whole site (RFC 9309 §2.3.1.4).
         """
         return {site.domain: site.page_bound for site in self.hostile}
