@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.serve_support import TOKEN, Served, get_json, http_get, run_serve, send_json
 from tests.e2e.support import CONTACT
 
+from trawl.frontier.traps import TrapReason
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 from trawl.urls.normalise import normalise_url, url_hash
@@ -133,6 +134,10 @@ def test_metrics_parse_as_prometheus_text(served: Served) -> None:
     assert {"active", "waiting", "backingOff", "parked", "paused"} <= states
     for name in ("trawl_politeness_waits", "trawl_fetch_errors", "trawl_trap_hits"):
         assert name in families
+    # Issue 13: every trap rule has its counter, containment's included (zeros too).
+    rules = {s.labels["rule"] for s in families["trawl_trap_hits"].samples}
+    assert {r.value for r in TrapReason} <= rules
+    assert {"copy_page_links", "contained_copies", "contained_similar_pages"} <= rules
 
 
 def test_busy_listen_address_is_a_one_line_error(served: Served, tmp_path: Path) -> None:
