@@ -26,7 +26,6 @@ from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Awaitable, Callable
-    from concurrent.futures import Executor
     from pathlib import Path
 
     from trawl.clock import Clock
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
     from trawl.store.ports import Records, WarcSink
     from trawl.urls.normalise import NormaliseRules
+    from trawl.worker_pool import WorkerPool
 
 AGENT_TOKEN = "trawl"
 HOST_WRITE_INTERVAL_S = 5.0
@@ -101,7 +101,7 @@ class CrawlContext:
         warc: WarcSink,
         fetcher: Fetcher,
         ip_gate: IpGate,
-        cpu_pool: Executor,
+        cpu_pool: WorkerPool,
         data_dir: Path,
         rules: NormaliseRules,
         trap_policy: TrapPolicy,
@@ -455,6 +455,6 @@ class CrawlContext:
         finally:
             await self.fetcher.close()
             await self.fetcher.resolver.close()
-            self.cpu_pool.shutdown(wait=True, cancel_futures=True)
+            self.cpu_pool.shutdown()
             self.warc.close()
             self.conn.close()

@@ -1,0 +1,139 @@
+"""The worker processes for page work: deaf to stop signals, replaced when one dies.
+
+How this works (issue 13):
+- SIGINT/SIGTERM sent to trawl's whole process group (systemd's `KillMode=control-group`,
+  Ctrl-C in a terminal) reach every worker too. Workers ignore both: the parent, which
+  checkpoints first, shuts them down. The forkserver that forks the workers must ignore
+  them as well: when it dies, the pool reads every worker's status pipe as closed and
+  declares the whole pool broken. So this module is the forkserver's preload module, and
+  importing it *in the forkserver* ignores the signals there; each worker forked from it
+  inherits SIG_IGN from birth (no window before the pool initializer runs), and the
+  initializer sets it again for pools started some other way.
+- Any other death of a worker (kill -9, the OOM killer) breaks a ProcessPoolExecutor for
+  good: every pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a
+  fresh pool (once per broken pool, however many calls saw it), logs one line, and redoes
+  the call there. A call that breaks `MAX_ATTEMPTS` pools in a row is a bug of ours (work
+  that kills its worker every time), raised as `WorkerCrashed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Executor
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+MAX_ATTEMPTS = 3  # pools one call may break before it is taken for a bug
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+
+class WorkerCrashed(RuntimeError):
+    """One call killed its worker process `MAX_ATTEMPTS` times: a bug, not a bad page."""
+
+
+def ignore_stop_signals() -> None:
+    """SIGINT and SIGTERM are ignored by this process (a worker or the forkserver)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _init_worker(initializer: Callable[[*Ts], None], initargs: tuple[*Ts]) -> None:
+    ignore_stop_signals()
+    initializer(*initargs)
+
+
+def start_process_pool(
+    workers: int, initializer: Callable[[*Ts], None], initargs: tuple[*Ts]
+) -> ProcessPoolExecutor:
+    """A forkserver process pool whose workers ignore the stop signals."""
+    context = multiprocessing.get_context("forkserver")
+    # Takes effect when the forkserver starts (once per process, on the first pool).
+    context.set_forkserver_preload([__name__])
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(initializer, initargs),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPoolStats:
+    replaced: int  # pools started because a worker of the previous one died
+    redone: int  # calls run again on a fresh pool
+
+
+class WorkerPool:
+    """`await run(fn, *args)` runs `fn(*args)` in a worker process. Event loop only.
+
+    Who writes what: `_pool` and the counters are written by `run` on the event loop;
+    the executor's own threads never touch this object.
+    """
+
+    def __init__(
+        self, start_pool: Callable[[], Executor], *, max_attempts: int = MAX_ATTEMPTS
+    ) -> None:
+        self._start_pool = start_pool
+        self._pool = start_pool()
+        self._max_attempts = max_attempts
+        self._replaced = 0
+        self._redone = 0
+
+    async def run(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
+        """`fn(*args)` in a worker; raises what `fn` raises, or WorkerCrashed."""
+        loop = asyncio.get_running_loop()
+        for attempt in range(self._max_attempts):
+            if attempt:
+                self._redone += 1
+            pool = self._pool
+            try:
+                # submit() itself raises BrokenProcessPool once the pool is known broken.
+                return await loop.run_in_executor(pool, fn, *args)
+            except BrokenProcessPool as exc:
+                self._replace(pool, exc)
+        raise WorkerCrashed(
+            f"{getattr(fn, '__name__', fn)!r} killed its worker process "
+            f"{self._max_attempts} times in a row"
+        )
+
+    def _replace(self, broken: Executor, exc: BrokenProcessPool) -> None:
+        if broken is not self._pool:
+            return  # another call already replaced it
+        self._pool = self._start_pool()
+        self._replaced += 1
+        broken.shutdown(wait=False, cancel_futures=True)
+        log.warning("trawl: a worker process died (%s): started a new pool, redoing its work", exc)
+
+    def stats(self) -> WorkerPoolStats:
+        return WorkerPoolStats(self._replaced, self._redone)
+
+    def shutdown(self) -> None:
+        """Stop the workers once their calls are done (the parent's side of a stop signal)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return f"<WorkerPool replaced={self._replaced} redone={self._redone} pool={self._pool!r}>"
+
+
+def _is_forkserver_preload() -> bool:
+    # The forkserver runs `python -c "from multiprocessing.forkserver import main; ..."`
+    # and imports its preload modules from there; no trawl command looks like that.
+    return sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules
+
+
+if _is_forkserver_preload():
+    ignore_stop_signals()
