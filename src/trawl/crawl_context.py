@@ -408,12 +408,14 @@ class CrawlContext:
         if state is not None:
             self.records.put_host(site, state.to_host_record(self.owner))
 
-    def checkpoint(self) -> None:
-        """Commit, then fsync WARC and database and save the seen set."""
+    def checkpoint(self, *, save_scores: bool = True) -> None:
+        """Commit, then fsync WARC and database and save the seen set (and the in-link
+        counts, unless the caller saves them off the event loop: `save_scores=False`)."""
         self.commit(hosts=True)
         self.warc.sync()
         self.seen.checkpoint()
-        self.scores.save()
+        if save_scores:
+            self.scores.save()
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._last_checkpoint = self.clock.now()
 
@@ -441,7 +443,12 @@ class CrawlContext:
                 await self.publish()
             self.frontier.requeue_expired(self.clock.now())
             if self.clock.now() - self._last_checkpoint >= s.checkpoint_interval_s:
-                self.checkpoint()
+                self.checkpoint(save_scores=False)
+                # ~27 MB to serialise and write: on the event loop that stalled every
+                # connection for ~110 ms, and a request sent late reached its server too close
+                # to the next one on its IP (issue 13's crash soak). Counts are a soft signal:
+                # a snapshot taken while the loop goes on counting is good enough.
+                await asyncio.to_thread(self.scores.save)
                 if s.continuous:
                     self.frontier.forget_idle_sites()
 

@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import signal
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MAX_ATTEMPTS = 3  # pools one call may break before it is taken for a bug
+WARM_UP_S = 0.02
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -56,19 +58,33 @@ def _init_worker(initializer: Callable[[*Ts], None], initargs: tuple[*Ts]) -> No
     initializer(*initargs)
 
 
+def _started() -> None:
+    time.sleep(WARM_UP_S)  # busy, so that each warm-up call gets a worker of its own
+
+
 def start_process_pool(
     workers: int, initializer: Callable[[*Ts], None], initargs: tuple[*Ts]
 ) -> ProcessPoolExecutor:
-    """A forkserver process pool whose workers ignore the stop signals."""
+    """A started forkserver process pool whose workers ignore the stop signals. Blocks.
+
+    Started: the forkserver and every worker are running when it returns. A pool spawns
+    its workers on demand, in `submit`, which waits for the forkserver to start and fork;
+    on the event loop that stalled every connection for a few hundred milliseconds, and a
+    request written late reached its server closer to the previous one on its IP than
+    the IP gate had spaced them.
+    """
     context = multiprocessing.get_context("forkserver")
     # Takes effect when the forkserver starts (once per process, on the first pool).
     context.set_forkserver_preload([__name__])
-    return ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
         initargs=(initializer, initargs),
     )
+    for started in [pool.submit(_started) for _ in range(workers)]:
+        started.result()
+    return pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +96,9 @@ class WorkerPoolStats:
 class WorkerPool:
     """`await run(fn, *args)` runs `fn(*args)` in a worker process. Event loop only.
 
-    Who writes what: `_pool` and the counters are written by `run` on the event loop;
-    the executor's own threads never touch this object.
+    Who writes what: `_pool`, `_replacing` and the counters are written by `run` on the
+    event loop; `start_pool` runs on a thread of its own when replacing (it blocks while
+    processes start), and the executor's own threads never touch this object.
     """
 
     def __init__(
@@ -89,6 +106,7 @@ class WorkerPool:
     ) -> None:
         self._start_pool = start_pool
         self._pool = start_pool()
+        self._replacing: asyncio.Task[Executor] | None = None
         self._max_attempts = max_attempts
         self._replaced = 0
         self._redone = 0
@@ -99,7 +117,7 @@ class WorkerPool:
         for attempt in range(self._max_attempts):
             if attempt:
                 self._redone += 1
-            pool = self._pool
+            pool = await self._current_pool()
             try:
                 # submit() itself raises BrokenProcessPool once the pool is known broken.
                 return await loop.run_in_executor(pool, fn, *args)
@@ -110,10 +128,22 @@ class WorkerPool:
             f"{self._max_attempts} times in a row"
         )
 
+    async def _current_pool(self) -> Executor:
+        replacing = self._replacing
+        if replacing is None:
+            return self._pool
+        try:
+            pool = await replacing  # every caller that saw the broken pool waits for this one
+        finally:
+            if self._replacing is replacing:
+                self._replacing = None
+        self._pool = pool
+        return pool
+
     def _replace(self, broken: Executor, exc: BrokenProcessPool) -> None:
-        if broken is not self._pool:
-            return  # another call already replaced it
-        self._pool = self._start_pool()
+        if broken is not self._pool or self._replacing is not None:
+            return  # another call saw it first
+        self._replacing = asyncio.ensure_future(asyncio.to_thread(self._start_pool))
         self._replaced += 1
         broken.shutdown(wait=False, cancel_futures=True)
         log.warning("trawl: a worker process died (%s): started a new pool, redoing its work", exc)
