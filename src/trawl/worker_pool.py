@@ -145,7 +145,7 @@ class WorkerPool:
             return  # another call saw it first
         self._replacing = asyncio.ensure_future(asyncio.to_thread(self._start_pool))
         self._replaced += 1
-        broken.shutdown(wait=False, cancel_futures=True)
+        _discard(broken)
         log.warning("trawl: a worker process died (%s): started a new pool, redoing its work", exc)
 
     def stats(self) -> WorkerPoolStats:
@@ -153,10 +153,26 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop the workers once their calls are done (the parent's side of a stop signal)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if getattr(self._pool, "_broken", False):
+            _discard(self._pool)  # broken since its last call
+        else:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def __repr__(self) -> str:
         return f"<WorkerPool replaced={self._replaced} redone={self._redone} pool={self._pool!r}>"
+
+
+def _discard(broken: Executor) -> None:
+    """Shut a broken pool down, SIGKILLing its surviving workers.
+
+    ProcessPoolExecutor ends the survivors of a broken pool with SIGTERM, which our workers
+    ignore, and then joins them: its manager thread, and at exit the interpreter waiting
+    for that thread, would hang. `_processes` is private, but the only handle on them.
+    """
+    processes = getattr(broken, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.kill()
+    broken.shutdown(wait=False, cancel_futures=True)
 
 
 def _is_forkserver_preload() -> bool:
