@@ -87,9 +87,9 @@ def assert_helpers_ignore_stop_signals(pgid: int) -> None:
 @pytest.mark.parametrize(
     ("command", "sig", "rerun"),
     [
-        ("crawl", signal.SIGTERM, True),
-        ("crawl", signal.SIGINT, False),
-        ("serve", signal.SIGTERM, False),
+        pytest.param("crawl", signal.SIGTERM, True, id="crawl-SIGTERM-then-rerun"),
+        pytest.param("crawl", signal.SIGINT, False, id="crawl-SIGINT"),
+        pytest.param("serve", signal.SIGTERM, False, id="serve-SIGTERM"),
     ],
 )
 def test_issue_13_a_group_signal_checkpoints_and_exits_0(
