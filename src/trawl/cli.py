@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from trawl.crawl import Crawler
 from trawl.errors import UsageError
 from trawl.frontier.containment import ContainReason
 from trawl.progress import report_progress
+from trawl.stop_signals import stop_on_signals, stop_signals_noted
 from trawl.wiring import (
     add_seeds,
     build_context,
@@ -55,6 +55,7 @@ class CrawlSummary:
     queued_left: int
     turns_by_line: tuple[int, int, int] = (0, 0, 0)  # site turns given to FAST, SLOW, REFRESH
     contested_turns: tuple[int, int] = (0, 0)  # (refresh, discovery) while both had work
+    workers_replaced: int = 0  # worker pools started afresh after a worker died (issue 13)
 
 
 def add_crawl_options(p: argparse.ArgumentParser) -> None:
@@ -126,29 +127,25 @@ async def run_crawl(
     valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
         ctx = build_context(settings, data_dir)
-        loop = asyncio.get_running_loop()
         try:
             add_seeds(ctx, valid_seeds)
             queue_all_due(ctx)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, ctx.request_stop)
-            progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
-            api = asyncio.create_task(serve(ctx)) if serve is not None else None
-            started = time.monotonic()
-            try:
-                await Crawler(ctx).run()
-            finally:
-                ctx.request_stop()
-                progress.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await progress
-                if api is not None:
-                    await api
-                if is_tty:
-                    out.write("\n")
+            with stop_on_signals(ctx.request_stop):
+                progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
+                api = asyncio.create_task(serve(ctx)) if serve is not None else None
+                started = time.monotonic()
+                try:
+                    await Crawler(ctx).run()
+                finally:
+                    ctx.request_stop()
+                    progress.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await progress
+                    if api is not None:
+                        await api
+                    if is_tty:
+                        out.write("\n")
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
             await ctx.close()  # idempotent
         sched = ctx.frontier.stats()
         return CrawlSummary(
@@ -159,6 +156,7 @@ async def run_crawl(
             sched.queued_fast + sched.queued_slow + sched.queued_refresh,
             sched.handed_out,
             sched.contested,
+            ctx.cpu_pool.stats().replaced,
         )
 
 
@@ -171,9 +169,10 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 def cmd_crawl(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     seeds = read_seeds(args.urls, args.seeds_file)
-    summary = run_async(
-        run_crawl(settings, args.data, seeds, sys.stderr, is_tty=sys.stderr.isatty())
-    )
+    with stop_signals_noted():
+        summary = run_async(
+            run_crawl(settings, args.data, seeds, sys.stderr, is_tty=sys.stderr.isatty())
+        )
     print_summary(summary, sys.stdout)
     return 0
 
@@ -212,6 +211,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"turns refresh/discovery {refresh}/{fast + slow} "
             f"({s.contested_turns[0]}/{s.contested_turns[1]} while both waited)\n"
         )
+    if s.workers_replaced:
+        out.write(f"worker processes died and were replaced {s.workers_replaced} times\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -272,9 +273,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def serve(ctx: CrawlContext) -> None:
         await serve_api(ctx, sock, token)
 
-    summary = run_async(
-        run_crawl(settings, args.data, seeds, sys.stderr, is_tty=False, serve=serve)
-    )
+    with stop_signals_noted():
+        summary = run_async(
+            run_crawl(settings, args.data, seeds, sys.stderr, is_tty=False, serve=serve)
+        )
     print_summary(summary, sys.stdout)
     return 0
 

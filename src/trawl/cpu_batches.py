@@ -5,6 +5,7 @@ thread, a manager thread, a concurrent future chained to an asyncio one) cost 0.
 page in bench/profile_crawl.py — more than parsing, hashing and compressing the page.
 Batching a few pages per call pays that once per batch. A batch goes out when it is full
 or `max_wait_s` after its first page, so a quiet crawl adds at most that much latency.
+A batch whose worker died is redone on a fresh pool (worker_pool.WorkerPool).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from concurrent.futures import Executor
+
+    from trawl.worker_pool import WorkerPool
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -25,7 +27,7 @@ class BatchedWorkers(Generic[In, Out]):
 
     def __init__(
         self,
-        pool: Executor,
+        pool: WorkerPool,
         fn_batch: Callable[[list[In]], list[Out | BaseException]],
         *,
         max_batch: int = 16,
@@ -38,6 +40,7 @@ class BatchedWorkers(Generic[In, Out]):
         self._items: list[In] = []
         self._futures: list[asyncio.Future[Out]] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._running: set[asyncio.Task[list[Out | BaseException]]] = set()  # strong refs
         self.batches = 0
 
     async def run(self, item: In) -> Out:
@@ -60,7 +63,9 @@ class BatchedWorkers(Generic[In, Out]):
         items, futures = self._items, self._futures
         self._items, self._futures = [], []
         self.batches += 1
-        done = asyncio.get_running_loop().run_in_executor(self._pool, self._fn_batch, items)
+        done = asyncio.get_running_loop().create_task(self._pool.run(self._fn_batch, items))
+        self._running.add(done)
+        done.add_done_callback(self._running.discard)
         done.add_done_callback(lambda d: _settle(d, futures))
 
     def __repr__(self) -> str:

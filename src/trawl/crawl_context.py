@@ -27,7 +27,6 @@ from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Awaitable, Callable
-    from concurrent.futures import Executor
     from pathlib import Path
 
     from trawl.clock import Clock
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
     from trawl.store.ports import Records, WarcSink
     from trawl.urls.normalise import NormaliseRules
+    from trawl.worker_pool import WorkerPool
 
 AGENT_TOKEN = "trawl"
 HOST_WRITE_INTERVAL_S = 5.0
@@ -102,7 +102,7 @@ class CrawlContext:
         warc: WarcSink,
         fetcher: Fetcher,
         ip_gate: IpGate,
-        cpu_pool: Executor,
+        cpu_pool: WorkerPool,
         data_dir: Path,
         rules: NormaliseRules,
         trap_policy: TrapPolicy,
@@ -453,12 +453,14 @@ class CrawlContext:
         if state is not None:
             self.records.put_host(site, state.to_host_record(self.owner))
 
-    def checkpoint(self) -> None:
-        """Commit, then fsync WARC and database and save the seen set."""
+    def checkpoint(self, *, save_scores: bool = True) -> None:
+        """Commit, then fsync WARC and database and save the seen set (and the in-link
+        counts, unless the caller saves them off the event loop: `save_scores=False`)."""
         self.commit(hosts=True)
         self.warc.sync()
         self.seen.checkpoint()
-        self.scores.save()
+        if save_scores:
+            self.scores.save()
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._last_checkpoint = self.clock.now()
 
@@ -486,7 +488,12 @@ class CrawlContext:
                 await self.publish()
             self.frontier.requeue_expired(self.clock.now())
             if self.clock.now() - self._last_checkpoint >= s.checkpoint_interval_s:
-                self.checkpoint()
+                self.checkpoint(save_scores=False)
+                # ~27 MB to serialise and write: on the event loop that stalled every
+                # connection for ~110 ms, and a request sent late reached its server too close
+                # to the next one on its IP (issue 13's crash soak). Counts are a soft signal:
+                # a snapshot taken while the loop goes on counting is good enough.
+                await asyncio.to_thread(self.scores.save)
                 if s.continuous:
                     self.frontier.forget_idle_sites()
 
@@ -500,6 +507,6 @@ class CrawlContext:
         finally:
             await self.fetcher.close()
             await self.fetcher.resolver.close()
-            self.cpu_pool.shutdown(wait=True, cancel_futures=True)
+            self.cpu_pool.shutdown()
             self.warc.close()
             self.conn.close()

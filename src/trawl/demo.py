@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 from trawl.cli import print_summary, run_async, run_crawl
 from trawl.config import Settings, with_overrides
+from trawl.stop_signals import stop_requested, stop_signals_noted
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
+from trawl.testweb.request_log import RequestLogRecord, read_request_log
 
 if TYPE_CHECKING:
     import argparse
@@ -27,6 +29,10 @@ DEMO_CONTACT = "https://trawl.invalid/demo-contact"
 # port, or every page gets a new URL and the rerun stores the first run's pages again as
 # near-copies of themselves.
 WEB_FILE = "demo-web.json"
+# The web's request log of every run on this web in this directory: a resumed crawl is
+# judged polite across its runs (robots.txt was fetched by an earlier run; the restart
+# kept each site's gap), not as if its first request here were its first ever.
+REQUESTS_FILE = "demo-requests.jsonl"
 
 
 def _web_key(args: argparse.Namespace) -> dict[str, int]:
@@ -52,6 +58,11 @@ def _started_web(args: argparse.Namespace, workdir: Path, data: Path) -> Iterato
         web.stop()
 
 
+class _StoppedEarly(Exception):
+    """A stop signal came while the test web was starting (and took it down, as the
+    process group's member it is): there is no crawl to checkpoint."""
+
+
 def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebProcess:
     """The test web, on the earlier demo's port when this directory holds one."""
     port = _earlier_port(args, data)
@@ -61,21 +72,47 @@ def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebPr
                 sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir, port=port
             ).start()
         except RuntimeError:
+            if stop_requested():  # not a busy port: the web took the signal too
+                raise _StoppedEarly from None
             sys.stderr.write(
                 f"trawl demo: port {port} of the earlier demo in {data} is busy: this run's "
                 "pages get new URLs (use a new --data directory to start afresh)\n"
             )
-    return TestWebProcess(
-        sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir
-    ).start()
+    try:
+        return TestWebProcess(
+            sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir
+        ).start()
+    except RuntimeError:
+        if stop_requested():
+            raise _StoppedEarly from None
+        raise
 
 
 def _remember_web(args: argparse.Namespace, data: Path, port: int) -> None:
     (data / WEB_FILE).write_text(json.dumps({**_web_key(args), "port": port}), encoding="utf-8")
 
 
+def _all_requests(web: TestWebProcess, data: Path, same_web: bool) -> list[RequestLogRecord]:
+    """This run's requests after those of the earlier runs on the same web (kept in the
+    data directory; a different web starts the file afresh)."""
+    mode = "ab" if same_web else "wb"
+    with (data / REQUESTS_FILE).open(mode) as log:
+        log.write(web.log_path.read_bytes() if web.log_path.exists() else b"")
+    return read_request_log(data / REQUESTS_FILE)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    data = args.data.resolve()
+    """The demo; SIGINT/SIGTERM, to it or its process group, end it with status 0: the
+    crawl checkpoints (the test web may be gone already) and a rerun resumes it."""
+    with stop_signals_noted():
+        try:
+            return _demo(args, args.data.resolve())
+        except _StoppedEarly:
+            sys.stderr.write("trawl demo: stopped before the crawl began\n")
+            return 0
+
+
+def _demo(args: argparse.Namespace, data: Path) -> int:
     with (
         tempfile.TemporaryDirectory(prefix="trawl-testweb-") as tmp,
         _started_web(args, Path(tmp), data) as web,
@@ -91,13 +128,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"trawl demo: test web of {args.sites} sites x {args.pages} pages on loopback "
             f"port {web.port}; crawling into {data}\n"
         )
+        same_web = _earlier_port(args, data) == web.port
         summary = run_async(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
         _remember_web(args, data, web.port)
         web.stop()  # the server logs a request just after answering it: flush the log
         requests = web.requests()
-        violations = check_politeness(requests, **web.web.politeness_inputs())
+        every_run = _all_requests(web, data, same_web)
+        violations = check_politeness(every_run, **web.web.politeness_inputs())
     print_summary(summary, sys.stdout)
-    print(f"test web saw {len(requests)} requests; politeness violations: {len(violations)}")
+    print(
+        f"test web saw {len(requests)} requests ({len(every_run)} in every run here); "
+        f"politeness violations: {len(violations)}"
+    )
     for v in violations[:10]:
         print(f"  {v}")
     print(

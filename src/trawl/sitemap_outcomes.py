@@ -16,7 +16,6 @@ site only). Per site and UTC day, at most `sitemaps.max_files_per_site` files an
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
@@ -64,8 +63,8 @@ class Sitemaps:
         if result.body is None or not 200 <= result.status < 300:
             return
         s = ctx.settings.sitemaps
-        out: SitemapOutput = await asyncio.get_running_loop().run_in_executor(
-            ctx.cpu_pool, process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
+        out: SitemapOutput = await ctx.cpu_pool.run(
+            process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
         )
         record.content_hash = out.content_hash
         record.body_bytes = len(result.body)

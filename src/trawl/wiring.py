@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import multiprocessing
+import functools
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -36,6 +35,7 @@ from trawl.store.sqlite_db import open_database
 from trawl.store.warc import WarcWriter, recover_tail
 from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
+from trawl.worker_pool import WorkerPool, start_process_pool
 
 if TYPE_CHECKING:
     import sqlite3
@@ -179,12 +179,7 @@ def build_context(
             software=f"trawl/{__version__}",
         )
     workers = max(1, min(2, os.cpu_count() or 1))
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("forkserver"),
-        initializer=init_worker,
-        initargs=(rules,),
-    )
+    pool = WorkerPool(functools.partial(start_process_pool, workers, init_worker, (rules,)))
     p = settings.politeness
     return CrawlContext(
         settings=settings,

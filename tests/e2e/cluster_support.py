@@ -54,8 +54,9 @@ class Cluster:
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def start_node(
-        self, node_id: str, *seeds: str, extra: tuple[str, ...] = ()
+        self, node_id: str, *seeds: str, extra: tuple[str, ...] = (), new_session: bool = False
     ) -> subprocess.Popen[bytes]:
+        """`new_session`: the node leads a process group of its own (its workers in it)."""
         command = [
             sys.executable, "-m", "trawl", "node", *seeds, "--cluster", str(self.file),
             "--node-id", node_id, "--work", str(self.tmp / f"work-{node_id}"),
@@ -63,7 +64,9 @@ class Cluster:
             "--config", str(self.config), *extra,
         ]  # fmt: skip
         with (self.tmp / f"{node_id}.log").open("ab") as log:  # the child keeps its own copy
-            proc = subprocess.Popen(command, stdout=log, stderr=log, env=self.env)
+            proc = subprocess.Popen(
+                command, stdout=log, stderr=log, env=self.env, start_new_session=new_session
+            )
         self.nodes[node_id] = proc
         return proc
 

@@ -64,6 +64,7 @@ def cmd_node(args: argparse.Namespace) -> int:
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.cluster.node_wiring import default_node_id, run_node
     from trawl.config import load_settings, with_overrides
+    from trawl.stop_signals import stop_signals_noted
     from trawl.wiring import normalise_rules, normalise_seeds, read_seeds
 
     cluster = load_cluster_file(args.cluster)
@@ -93,9 +94,10 @@ def cmd_node(args: argparse.Namespace) -> int:
         raise DataError(f"{work}: holds an embedded crawl's data; a node needs its own directory")
     work.mkdir(parents=True, exist_ok=True)
     (work / "NODE").write_text(f"cache of trawl node {node_id}; emptied at start\n")
-    summary = run_async(
-        run_node(settings, cluster, node_id, work, sys.stderr, seeds=seeds, api=api)
-    )
+    with stop_signals_noted():
+        summary = run_async(
+            run_node(settings, cluster, node_id, work, sys.stderr, seeds=seeds, api=api)
+        )
     print(
         f"node {node_id}: {summary.pages_fetched} pages fetched, {summary.pages_stored} stored"
         f" in {summary.seconds:.1f} s; partitions taken {summary.acquired},"

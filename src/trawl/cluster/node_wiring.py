@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from trawl.crawl import Crawler
 from trawl.errors import DataError
 from trawl.progress import report_progress
 from trawl.seen.partitioned import PartitionedSeen
+from trawl.stop_signals import stop_on_signals
 from trawl.store.blobs_s3 import S3BlobStore
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
@@ -238,11 +238,8 @@ async def _crawl(
     out: TextIO,
     serve: Coroutine[Any, Any, None] | None,
 ) -> NodeSummary:
-    loop = asyncio.get_running_loop()
     started = time.monotonic()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, ctx.request_stop)
-    try:
+    with stop_on_signals(ctx.request_stop):
         async with asyncio.TaskGroup() as tasks:
             ownership = tasks.create_task(shell.run())
             tasks.create_task(node.consume())
@@ -255,9 +252,6 @@ async def _crawl(
             await node.records.publish()
             await shell.stop()  # hands every partition over: checkpoint, then release
             await ownership
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
     s = node.stats()
     return NodeSummary(
         ctx.stats.pages_fetched,

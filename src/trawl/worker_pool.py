@@ -1,0 +1,188 @@
+"""The worker processes for page work: deaf to stop signals, replaced when one dies.
+
+How this works (issue 13):
+- SIGINT/SIGTERM sent to trawl's whole process group (systemd's `KillMode=control-group`,
+  Ctrl-C in a terminal) reach every worker too. Workers ignore both: the parent, which
+  checkpoints first, shuts them down. The forkserver that forks the workers must ignore
+  them as well: when it dies, the pool reads every worker's status pipe as closed and
+  declares the whole pool broken. So this module is the forkserver's preload module, and
+  importing it *in the forkserver* ignores the signals there; each worker forked from it
+  inherits SIG_IGN from birth (no window before the pool initializer runs), and the
+  initializer sets it again for pools started some other way.
+- Any other death of a worker (kill -9, the OOM killer) breaks a ProcessPoolExecutor for
+  good: every pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a
+  fresh pool (once per broken pool, however many calls saw it), logs one line, and redoes
+  the call there. A call that breaks `MAX_ATTEMPTS` pools in a row is a bug of ours (work
+  that kills its worker every time), raised as `WorkerCrashed`. The broken pool's other
+  workers are SIGKILLed: they would ignore the SIGTERM the executor ends them with.
+- Pools are started whole before use (`start_process_pool`), a replacement on a thread:
+  spawning a worker blocks, and the event loop must not (see there why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import signal
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Executor
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+MAX_ATTEMPTS = 3  # pools one call may break before it is taken for a bug
+WARM_UP_S = 0.02
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+
+class WorkerCrashed(RuntimeError):
+    """One call killed its worker process `MAX_ATTEMPTS` times: a bug, not a bad page."""
+
+
+def ignore_stop_signals() -> None:
+    """SIGINT and SIGTERM are ignored by this process (a worker or the forkserver)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _init_worker(initializer: Callable[[*Ts], None], initargs: tuple[*Ts]) -> None:
+    ignore_stop_signals()
+    initializer(*initargs)
+
+
+def _started() -> None:
+    time.sleep(WARM_UP_S)  # busy, so that each warm-up call gets a worker of its own
+
+
+def start_process_pool(
+    workers: int, initializer: Callable[[*Ts], None], initargs: tuple[*Ts]
+) -> ProcessPoolExecutor:
+    """A started forkserver process pool whose workers ignore the stop signals. Blocks.
+
+    Started: the forkserver and every worker are running when it returns. A pool spawns
+    its workers on demand, in `submit`, which waits for the forkserver to start and fork;
+    on the event loop that stalled every connection for a few hundred milliseconds, and a
+    request written late reached its server closer to the previous one on its IP than
+    the IP gate had spaced them.
+    """
+    context = multiprocessing.get_context("forkserver")
+    # Takes effect when the forkserver starts (once per process, on the first pool).
+    context.set_forkserver_preload([__name__])
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(initializer, initargs),
+    )
+    for started in [pool.submit(_started) for _ in range(workers)]:
+        started.result()
+    return pool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPoolStats:
+    replaced: int  # pools started because a worker of the previous one died
+    redone: int  # calls run again on a fresh pool
+
+
+class WorkerPool:
+    """`await run(fn, *args)` runs `fn(*args)` in a worker process. Event loop only.
+
+    Who writes what: `_pool`, `_replacing` and the counters are written by `run` on the
+    event loop; `start_pool` runs on a thread of its own when replacing (it blocks while
+    processes start), and the executor's own threads never touch this object.
+    """
+
+    def __init__(
+        self, start_pool: Callable[[], Executor], *, max_attempts: int = MAX_ATTEMPTS
+    ) -> None:
+        self._start_pool = start_pool
+        self._pool = start_pool()
+        self._replacing: asyncio.Task[Executor] | None = None
+        self._max_attempts = max_attempts
+        self._replaced = 0
+        self._redone = 0
+
+    async def run(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
+        """`fn(*args)` in a worker; raises what `fn` raises, or WorkerCrashed."""
+        loop = asyncio.get_running_loop()
+        for attempt in range(self._max_attempts):
+            if attempt:
+                self._redone += 1
+            pool = await self._current_pool()
+            try:
+                # submit() itself raises BrokenProcessPool once the pool is known broken.
+                return await loop.run_in_executor(pool, fn, *args)
+            except BrokenProcessPool as exc:
+                self._replace(pool, exc)
+        raise WorkerCrashed(
+            f"{getattr(fn, '__name__', fn)!r} killed its worker process "
+            f"{self._max_attempts} times in a row"
+        )
+
+    async def _current_pool(self) -> Executor:
+        replacing = self._replacing
+        if replacing is None:
+            return self._pool
+        try:
+            pool = await replacing  # every caller that saw the broken pool waits for this one
+        finally:
+            if self._replacing is replacing:
+                self._replacing = None
+        self._pool = pool
+        return pool
+
+    def _replace(self, broken: Executor, exc: BrokenProcessPool) -> None:
+        if broken is not self._pool or self._replacing is not None:
+            return  # another call saw it first
+        self._replacing = asyncio.ensure_future(asyncio.to_thread(self._start_pool))
+        self._replaced += 1
+        _discard(broken)
+        log.warning("trawl: a worker process died (%s): started a new pool, redoing its work", exc)
+
+    def stats(self) -> WorkerPoolStats:
+        return WorkerPoolStats(self._replaced, self._redone)
+
+    def shutdown(self) -> None:
+        """Stop the workers once their calls are done (the parent's side of a stop signal)."""
+        if getattr(self._pool, "_broken", False):
+            _discard(self._pool)  # broken since its last call
+        else:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return f"<WorkerPool replaced={self._replaced} redone={self._redone} pool={self._pool!r}>"
+
+
+def _discard(broken: Executor) -> None:
+    """Shut a broken pool down, SIGKILLing its surviving workers.
+
+    ProcessPoolExecutor ends the survivors of a broken pool with SIGTERM, which our workers
+    ignore, and then joins them: its manager thread, and at exit the interpreter waiting
+    for that thread, would hang. `_processes` is private, but the only handle on them.
+    """
+    processes = getattr(broken, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.kill()
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
+def _is_forkserver_preload() -> bool:
+    # The forkserver runs `python -c "from multiprocessing.forkserver import main; ..."`
+    # and imports its preload modules from there; no trawl command looks like that.
+    return sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules
+
+
+if _is_forkserver_preload():
+    ignore_stop_signals()
