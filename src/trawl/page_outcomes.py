@@ -8,6 +8,7 @@ the same transaction as the record and the links it adds to the frontier.
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
@@ -20,7 +21,7 @@ from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.site_requests import NOT_SENT
 from trawl.stored_content import StoredContent
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import site_of
+from trawl.urls.registered_domain import host_of, site_of
 
 # Failures worth another try later; "protocol", "too_big", "decode" and "blocked_address"
 # would fail the same way again.
@@ -86,10 +87,14 @@ class PageOutcomes:
                 ctx.traps.count(TrapReason.SIMILAR_PAGES)
             similar = state.traps.last_page_has_twin
         ctx.stats.links_found += len(out.links)
-        if _is_same_site_copy(item, record):
+        copy = _same_site_copy(item, record)
+        if copy is not _Copy.NONE:
             # New spellings of known content at best (frontier.containment): not followed.
             ctx.traps.count(TrapReason.COPY_PAGE_LINKS, len(out.links))
-            self._judge_page(item, state, PageVerdict.COPY)
+            if copy is _Copy.SAME_HOST:
+                self._judge_page(item, state, PageVerdict.COPY)
+            # A copy on another host of the site (www. and bare, a mirror) is an alias, not
+            # a trap: it says nothing about the site's shape, so it gets no verdict.
             return
         url_rule_hits = ctx.traps.url_rule_hits()
         if ctx.router is None:  # in cluster mode the referrer travels with the link
@@ -327,15 +332,24 @@ _CONTAINED_COUNTER = {
 }
 
 
-def _is_same_site_copy(item: CrawlUrl, record: PageRecord) -> bool:
-    """The stored body is an exact or near copy of another page of the page's own site."""
+class _Copy(Enum):
+    NONE = "none"
+    SAME_HOST = "same_host"  # a trap's signature: one host serving known content anew
+    OTHER_HOST = "other_host"  # a host alias of the site (www. and bare): not a trap
+
+
+def _same_site_copy(item: CrawlUrl, record: PageRecord) -> _Copy:
+    """Whether the stored body is an exact or near copy of another page of the page's own
+    site, and on which host that page is."""
     copy_of = record.duplicate_of or record.near_duplicate_of
     if not copy_of:
-        return False
+        return _Copy.NONE
     try:
-        return site_of(copy_of) == item.site
+        if site_of(copy_of) != item.site:
+            return _Copy.NONE
+        return _Copy.SAME_HOST if host_of(copy_of) == host_of(item.url) else _Copy.OTHER_HOST
     except ValueError:
-        return False
+        return _Copy.NONE
 
 
 def item_importance(item: CrawlUrl, previous: PageRecord | None) -> float:

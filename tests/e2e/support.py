@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from trawl.cli import CrawlSummary, run_async, run_crawl
+from trawl.config import Settings, with_overrides
+from trawl.store.records_sqlite import SqliteRecords
+from trawl.store.sqlite_db import open_database
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from trawl.model import PageRecord
     from trawl.testweb.process import TestWebProcess
 
 CONTACT = "https://trawl.invalid/test"
@@ -20,3 +27,22 @@ def crawl_command(web: TestWebProcess, data: Path, max_time_s: float = 240) -> l
         "--data", str(data), "--hosts-file", str(web.hosts_file),
         "--contact", CONTACT, "--max-time", str(max_time_s),
     ]  # fmt: skip
+
+
+def web_settings(web: TestWebProcess, max_time_s: float, **sections: dict[str, Any]) -> Settings:
+    """Settings for an in-process crawl of the test web: the test contact, the web's hosts
+    file and a time limit, plus the test's own `section={key: value}` overrides."""
+    crawl = {"contact_url": CONTACT, "max_time_s": max_time_s, **sections.pop("crawl", {})}
+    network = {"hosts_file": str(web.hosts_file)}
+    return with_overrides(Settings(), crawl=crawl, network=network, **sections)
+
+
+def crawl_in_process(
+    settings: Settings, data: Path, seeds: list[str]
+) -> tuple[CrawlSummary, list[PageRecord]]:
+    """Run `trawl crawl` in this process to its end; the summary and every page record."""
+    summary = run_async(
+        run_crawl(settings, data, [(u, "test seed") for u in seeds], io.StringIO(), is_tty=False)
+    )
+    pages = list(SqliteRecords(open_database(data / "trawl.db", readonly=True)).iter_pages())
+    return summary, pages

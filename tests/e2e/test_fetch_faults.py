@@ -9,17 +9,13 @@ the test web's request log, not from trawl's counters.
 
 from __future__ import annotations
 
-import io
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.support import crawl_in_process, web_settings
 
-from trawl.cli import CrawlSummary, run_async, run_crawl
-from trawl.config import Settings, with_overrides
-from trawl.store.records_sqlite import SqliteRecords
-from trawl.store.sqlite_db import open_database
 from trawl.testweb.hostile import (
     BAD_HEADER_PATHS,
     CLOSED_PORT,
@@ -32,6 +28,7 @@ from trawl.testweb.process import TestWebProcess
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from trawl.cli import CrawlSummary
     from trawl.model import PageRecord
     from trawl.testweb.request_log import RequestLogRecord
 
@@ -61,10 +58,9 @@ class FaultRun:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultRun]:
     tmp = tmp_path_factory.mktemp("faults")
     with TestWebProcess(sites=2, pages=2, seed=5, hostile=True, workdir=tmp / "web") as web:
-        settings = with_overrides(
-            Settings(),
-            crawl={"contact_url": "https://trawl.invalid/test", "max_time_s": MAX_TIME_S},
-            network={"hosts_file": str(web.hosts_file)},
+        settings = web_settings(
+            web,
+            MAX_TIME_S,
             fetch={
                 "total_timeout_s": 3.0,
                 "max_attempts": MAX_ATTEMPTS,
@@ -72,10 +68,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultRun]:
             },
             politeness={"backoff_max_s": 8.0, "slow_factor": 2.0},
         )
-        seeds = [(f"http://{_domain(kind)}:{web.port}/", "fault seed") for kind in FAULT_KINDS]
-        summary = run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        seeds = [f"http://{_domain(kind)}:{web.port}/" for kind in FAULT_KINDS]
+        summary, pages = crawl_in_process(settings, tmp / "data", seeds)
         web.stop()
-        pages = list(SqliteRecords(open_database(tmp / "data" / "trawl.db")).iter_pages())
         yield FaultRun(web, summary, web.requests(), pages)
 
 

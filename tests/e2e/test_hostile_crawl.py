@@ -10,15 +10,13 @@ only the depth limit is set low. Each is a config value (docs/CONFIG.md).
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.support import crawl_in_process, web_settings
 
-from trawl.cli import CrawlSummary, run_async, run_crawl
-from trawl.config import Settings, with_overrides
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import read_record
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from trawl.cli import CrawlSummary
     from trawl.model import PageRecord
     from trawl.testweb.request_log import RequestLogRecord
 
@@ -50,20 +49,17 @@ class HostileRun:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileRun]:
     tmp = tmp_path_factory.mktemp("hostile")
     with TestWebProcess(sites=12, pages=4, seed=3, hostile=True, workdir=tmp / "web") as web:
-        settings = with_overrides(
-            Settings(),
-            crawl={"contact_url": "https://trawl.invalid/test", "max_time_s": MAX_TIME_S},
-            network={"hosts_file": str(web.hosts_file)},
+        settings = web_settings(
+            web,
+            MAX_TIME_S,
             # Short timeouts and gaps keep the run near a minute; the 10x-response-time
             # rule would otherwise space the stalling site's 3 s timeouts 30 s apart.
             fetch={"total_timeout_s": 3.0, "max_attempts": 2},
             politeness={"backoff_max_s": 4.0, "slow_factor": 2.0},
             traps={"max_depth": 20},
         )
-        seeds = [(u, "test seed") for u in web.seeds]
-        summary = run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        summary, pages = crawl_in_process(settings, tmp / "data", web.seeds)
         web.stop()
-        pages = list(SqliteRecords(open_database(tmp / "data" / "trawl.db")).iter_pages())
         yield HostileRun(web, tmp / "data", summary, web.requests(), pages)
 
 

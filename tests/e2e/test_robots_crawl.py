@@ -9,15 +9,12 @@ test web's request log.
 
 from __future__ import annotations
 
-import asyncio
-import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.support import crawl_in_process, web_settings
 
-from trawl.cli import CrawlSummary, run_crawl
-from trawl.config import Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 from trawl.testweb.robots_variants import REDIRECT_TARGET, RobotsVariant
@@ -25,6 +22,7 @@ from trawl.testweb.robots_variants import REDIRECT_TARGET, RobotsVariant
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from trawl.cli import CrawlSummary
     from trawl.testweb.layout import Site
     from trawl.testweb.request_log import RequestLogRecord
 
@@ -49,15 +47,10 @@ class RobotsRun:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotsRun]:
     tmp = tmp_path_factory.mktemp("robots")
     with TestWebProcess(sites=12, pages=4, seed=5, robots_cases=True, workdir=tmp / "web") as web:
-        settings = with_overrides(
-            Settings(),
-            # The three sites under test are done in ~20 s; the Crawl-delay: 2 site would
-            # take ~50 s more, so the crawl is cut at a time limit.
-            crawl={"contact_url": "https://trawl.invalid/test", "max_time_s": MAX_TIME_S},
-            network={"hosts_file": str(web.hosts_file)},
-        )
-        seeds = [(u, "test seed") for u in web.seeds]
-        summary = asyncio.run(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        # The three sites under test are done in ~20 s; the Crawl-delay: 2 site would
+        # take ~50 s more, so the crawl is cut at a time limit.
+        settings = web_settings(web, MAX_TIME_S)
+        summary, _ = crawl_in_process(settings, tmp / "data", web.seeds)
         web.stop()
         yield RobotsRun(web, summary, web.requests())
 

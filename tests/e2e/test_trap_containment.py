@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.support import crawl_in_process, web_settings
 
-from trawl.cli import CrawlSummary, print_summary, run_async, run_crawl
-from trawl.config import Duration, Settings, with_overrides
+from trawl.cli import CrawlSummary, print_summary
+from trawl.config import Duration
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.testweb.hostile import TRAP_ENTRIES, HostileKind, HostileSite
@@ -59,13 +60,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapRun]:
     tmp = tmp_path_factory.mktemp("traps")
     with TestWebProcess(sites=1, pages=1, seed=3, hostile=True, workdir=tmp / "web") as web:
         sites = {s.kind: s for s in web.web.hostile_sites() if s.kind in TRAP_ENTRIES}
-        settings = with_overrides(
-            Settings(),
-            crawl={"contact_url": "https://trawl.invalid/test", "max_time_s": MAX_TIME_S},
-            network={"hosts_file": str(web.hosts_file)},
-        )
-        seeds = [(f"http://{s.domain}:{web.port}/", "trap site") for s in sites.values()]
-        summary = run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        seeds = [f"http://{s.domain}:{web.port}/" for s in sites.values()]
+        summary, _ = crawl_in_process(web_settings(web, MAX_TIME_S), tmp / "data", seeds)
         web.stop()
         text = io.StringIO()
         print_summary(summary, text)
@@ -174,19 +170,14 @@ def refresh_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefreshRun
     tmp = tmp_path_factory.mktemp("traps-refresh")
     with TestWebProcess(sites=1, pages=1, seed=3, hostile=True, workdir=tmp / "web") as web:
         site = next(s for s in web.web.hostile_sites() if s.kind is HostileKind.CALENDAR)
-        settings = with_overrides(
-            Settings(),
-            crawl={
-                "contact_url": "https://trawl.invalid/test",
-                "max_time_s": REFRESH_TIME_S,
-                "continuous": True,
-            },
-            network={"hosts_file": str(web.hosts_file)},
+        settings = web_settings(
+            web,
+            REFRESH_TIME_S,
+            crawl={"continuous": True},
             recrawl={"min_interval": Duration(4.0), "max_interval": Duration(8.0)},
             traps={"contained_interval_s": TRICKLE_S},
         )
-        seeds = [(f"http://{site.domain}:{web.port}/", "trap site")]
-        run_async(run_crawl(settings, tmp / "data", seeds, io.StringIO(), is_tty=False))
+        crawl_in_process(settings, tmp / "data", [f"http://{site.domain}:{web.port}/"])
         web.stop()
         records = SqliteRecords(open_database(tmp / "data" / "trawl.db", readonly=True))
         record = records.get_host(site.domain)
