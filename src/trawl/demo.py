@@ -7,9 +7,10 @@ crawl reaches it only through a hosts file, so nothing leaves the machine.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sys
-import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from trawl.stop_signals import stop_requested, stop_signals_noted
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 from trawl.testweb.request_log import RequestLogRecord, read_request_log
+from trawl.wiring import lock_data_dir
 
 if TYPE_CHECKING:
     import argparse
@@ -33,6 +35,13 @@ WEB_FILE = "demo-web.json"
 # judged polite across its runs (robots.txt was fetched by an earlier run; the restart
 # kept each site's gap), not as if its first request here were its first ever.
 REQUESTS_FILE = "demo-requests.jsonl"
+# The running web's files (its request log, hosts file): in the data directory, so a run
+# killed before it could add its log to REQUESTS_FILE leaves it for the rerun to add.
+WEB_DIR = "demo-web"
+# A killed run's web notices its parent's end (its stdin closes) and frees the port within
+# a fraction of a second; a rerun started at once tries the port this many times.
+_PORT_ATTEMPTS = 3
+_PORT_RETRY_S = 1.0
 
 
 def _web_key(args: argparse.Namespace) -> dict[str, int]:
@@ -50,8 +59,8 @@ def _earlier_port(args: argparse.Namespace, data: Path) -> int | None:
 
 
 @contextlib.contextmanager
-def _started_web(args: argparse.Namespace, workdir: Path, data: Path) -> Iterator[TestWebProcess]:
-    web = _start_web(args, workdir, data)
+def _started_web(args: argparse.Namespace, data: Path) -> Iterator[TestWebProcess]:
+    web = _start_web(args, data)
     try:
         yield web
     finally:
@@ -63,10 +72,11 @@ class _StoppedEarly(Exception):
     process group's member it is): there is no crawl to checkpoint."""
 
 
-def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebProcess:
+def _start_web(args: argparse.Namespace, data: Path) -> TestWebProcess:
     """The test web, on the earlier demo's port when this directory holds one."""
     port = _earlier_port(args, data)
-    if port is not None:
+    workdir = data / WEB_DIR
+    for attempt in range(_PORT_ATTEMPTS if port is not None else 0):
         try:
             return TestWebProcess(
                 sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir, port=port
@@ -74,10 +84,16 @@ def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebPr
         except RuntimeError:
             if stop_requested():  # not a busy port: the web took the signal too
                 raise _StoppedEarly from None
-            sys.stderr.write(
-                f"trawl demo: port {port} of the earlier demo in {data} is busy: this run's "
-                "pages get new URLs (use a new --data directory to start afresh)\n"
-            )
+            if attempt + 1 < _PORT_ATTEMPTS:
+                time.sleep(_PORT_RETRY_S)
+    if port is not None:
+        aside = _set_aside(data)
+        sys.stderr.write(
+            f"trawl demo: port {port} of the earlier demo in {data} is busy: its stored URLs "
+            f"would point at nothing, so this run starts afresh (the earlier data is now in "
+            f"{aside})\n"
+        )
+        data.mkdir(parents=True)
     try:
         return TestWebProcess(
             sites=args.sites, pages=args.pages, seed=args.seed, workdir=workdir
@@ -88,16 +104,44 @@ def _start_web(args: argparse.Namespace, workdir: Path, data: Path) -> TestWebPr
         raise
 
 
+def _set_aside(data: Path) -> Path:
+    """Move the earlier demo's directory out of the way (never while a trawl uses it)."""
+    lock_data_dir(data).close()  # raises DataError while another trawl holds it
+    for n in itertools.count(1):
+        aside = data.with_name(f"{data.name}.old-{n}")
+        if not aside.exists():
+            data.rename(aside)
+            return aside
+    raise AssertionError("unreachable")
+
+
+def _add_leftover_log(args: argparse.Namespace, data: Path) -> None:
+    """Add the request log a killed run left in WEB_DIR to the history of its web, or, for
+    another web, start the history afresh; the web about to start truncates that log."""
+    leftover = data / WEB_DIR / "requests.jsonl"
+    same_web = _earlier_port(args, data) is not None
+    if not same_web:
+        (data / REQUESTS_FILE).unlink(missing_ok=True)
+    if same_web and leftover.exists():
+        _append_log(leftover, data)
+    leftover.unlink(missing_ok=True)
+
+
+def _append_log(log: Path, data: Path) -> None:
+    with (data / REQUESTS_FILE).open("ab") as history:
+        history.write(log.read_bytes())
+
+
 def _remember_web(args: argparse.Namespace, data: Path, port: int) -> None:
     (data / WEB_FILE).write_text(json.dumps({**_web_key(args), "port": port}), encoding="utf-8")
 
 
-def _all_requests(web: TestWebProcess, data: Path, same_web: bool) -> list[RequestLogRecord]:
+def _all_requests(web: TestWebProcess, data: Path) -> list[RequestLogRecord]:
     """This run's requests after those of the earlier runs on the same web (kept in the
-    data directory; a different web starts the file afresh)."""
-    mode = "ab" if same_web else "wb"
-    with (data / REQUESTS_FILE).open(mode) as log:
-        log.write(web.log_path.read_bytes() if web.log_path.exists() else b"")
+    data directory)."""
+    if web.log_path.exists():
+        _append_log(web.log_path, data)
+        web.log_path.unlink()
     return read_request_log(data / REQUESTS_FILE)
 
 
@@ -113,10 +157,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace, data: Path) -> int:
-    with (
-        tempfile.TemporaryDirectory(prefix="trawl-testweb-") as tmp,
-        _started_web(args, Path(tmp), data) as web,
-    ):
+    data.mkdir(parents=True, exist_ok=True)
+    _add_leftover_log(args, data)
+    with _started_web(args, data) as web:
+        # Now, not at the end: a rerun after a kill must find the port too.
+        _remember_web(args, data, web.port)
         settings = with_overrides(
             Settings(),
             crawl={"contact_url": DEMO_CONTACT, "max_time_s": args.max_time},
@@ -128,12 +173,10 @@ def _demo(args: argparse.Namespace, data: Path) -> int:
             f"trawl demo: test web of {args.sites} sites x {args.pages} pages on loopback "
             f"port {web.port}; crawling into {data}\n"
         )
-        same_web = _earlier_port(args, data) == web.port
         summary = run_async(run_crawl(settings, data, seeds, out, is_tty=out.isatty()))
-        _remember_web(args, data, web.port)
         web.stop()  # the server logs a request just after answering it: flush the log
         requests = web.requests()
-        every_run = _all_requests(web, data, same_web)
+        every_run = _all_requests(web, data)
         violations = check_politeness(every_run, **web.web.politeness_inputs())
     print_summary(summary, sys.stdout)
     print(

@@ -190,7 +190,11 @@ def build_context(
         records=SqliteRecords(conn) if records is None else records(conn),
         warc=warc,
         fetcher=fetcher,
-        ip_gate=IpGate(p.per_ip_max_in_flight, p.per_ip_min_gap_s + IP_GAP_MARGIN_S),
+        ip_gate=IpGate(
+            p.per_ip_max_in_flight,
+            p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
+            restarted_at=clock.now() if resumed else None,
+        ),
         cpu_pool=pool,
         data_dir=data_dir,
         rules=rules,

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -174,13 +174,60 @@ def test_seeds_are_queued_rejected_with_reasons_and_fetched(served: Served) -> N
     body = {"urls": [new, known, "mailto:ops@example.org", "http://"], "priority": "high"}
     status, answer = send_json(served.base, "/v1/seeds", json.dumps(body).encode())
     assert status == 200
-    assert answer["queued"] == 1  # the seed was already known
+    assert answer["queued"] == 1
+    assert answer["known"] == 1  # the command line's seed: crawled or queued already
     assert [r["url"] for r in answer["rejected"]] == ["mailto:ops@example.org", "http://"]
     assert all(r["reason"] for r in answer["rejected"])
     deadline = time.monotonic() + 30
     while not any(r.path == "/api-seeded-2.html" for r in served.web.requests()):
         assert time.monotonic() < deadline, "the high-priority seed was not fetched in 30 s"
         time.sleep(0.5)
+
+
+def test_issue_14_a_crawled_unchanged_seed_is_known_not_refetched_nor_announced(
+    served: Served,
+) -> None:
+    # A page the crawl found as a link, fetched and announced (test web pages never change).
+    site = next(s for s in served.web.web.sites if s.domain in served.web.seeds[0])
+    deadline = time.monotonic() + 30
+    while not (announced := _announced_pages(served, site.domain)):
+        assert time.monotonic() < deadline, "no page of the site beyond its home in 30 s"
+        time.sleep(0.5)
+    path, hashed = announced[0]
+    url = f"http://{site.domain}:{served.web.port}{path}"
+    body = {"urls": [url], "priority": "high"}
+    status, answer = send_json(served.base, "/v1/seeds", json.dumps(body).encode())
+    assert status == 200
+    assert (answer["queued"], answer["known"], answer["rejected"]) == (0, 1, [])
+    # A high-priority seed goes at the site's next turn: wait several of its gaps.
+    delay = served.web.web.politeness_inputs()["crawl_delays"].get(site.domain, 1.0)
+    time.sleep(max(4.0, 3 * delay))
+    requests = [r for r in served.web.requests() if r.host == site.domain and r.path == path]
+    assert len(requests) == 1, "the known seed was fetched again"
+    mine = [e for e in _all_events(served) if e["urlHash"] == hashed]
+    assert len(mine) == 1, mine
+
+
+def _all_events(served: Served) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    offset = 0
+    while (page := get_json(served.base, f"/v1/events?from={offset}&limit=1000"))["events"]:
+        events += page["events"]
+        offset = page["next"]
+    return events
+
+
+def _announced_pages(served: Served, host: str) -> list[tuple[str, str]]:
+    """(path, urlHash) of pages beyond the home that `host` answered and an event named."""
+    announced = {e["urlHash"] for e in _all_events(served)}
+    out = []
+    for r in served.web.requests():
+        if r.host != host or r.status != 200 or r.path in ("/", "/robots.txt"):
+            continue
+        hashed = url_hash(normalise_url(f"http://{host}:{served.web.port}{r.path}"))
+        if hashed in announced:
+            out.append((r.path, hashed))
+    return out
 
 
 def test_sigterm_stops_it_cleanly_and_politely(served: Served) -> None:

@@ -128,3 +128,15 @@ def test_issue_13_the_gap_runs_from_the_real_send() -> None:
     assert gate.try_acquire(IP, T0 + 0.5) == T0 + 0.6
     gate.note_sent(OTHER, T0)  # unknown or idle IPs are left alone
     assert gate.in_flight(OTHER) == 0
+
+
+def test_issue_14_a_restart_counts_as_a_start_on_every_ip() -> None:
+    # The previous process may have sent to any IP just before it died: the first request
+    # to each waits a full gap from the restart, later ones run as usual.
+    gate = IpGate(min_gap_s=0.25, restarted_at=T0)
+    assert gate.try_acquire(IP, T0 + 0.1) == T0 + 0.25
+    assert gate.try_acquire(OTHER, T0 + 0.25) is None
+    assert gate.try_acquire(IP, T0 + 0.25) is None
+    assert gate.try_acquire(IP, T0 + 0.3) == T0 + 0.5
+    # Long after the restart a new IP goes at once.
+    assert gate.try_acquire("192.0.2.9", T0 + 60.0) is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
@@ -50,7 +51,12 @@ class Rejected(BaseModel):
 
 
 class SeedResponse(BaseModel):
-    queued: int
+    queued: int = Field(description="new URLs queued")
+    known: int = Field(
+        0,
+        description="URLs already crawled or queued: not queued again (the recrawl schedule "
+        "refreshes crawled ones)",
+    )
     rejected: list[Rejected]
 
 
@@ -245,10 +251,12 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
     ctx = view.ctx
 
     def add_and_commit(request: SeedRequest) -> SeedResponse:  # on the crawl loop
-        queued, rejected = add_api_seeds(ctx, request.urls, request.priority)
+        added = add_api_seeds(ctx, request.urls, request.priority)
         ctx.commit()
         return SeedResponse(
-            queued=queued, rejected=[Rejected(url=u, reason=r) for u, r in rejected]
+            queued=added.queued,
+            known=added.known,
+            rejected=[Rejected(url=u, reason=r) for u, r in added.rejected],
         )
 
     @app.post(
@@ -260,11 +268,19 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
         return await view.on_crawl(lambda: add_and_commit(request))
 
 
-def add_api_seeds(
-    ctx: CrawlContext, urls: list[str], priority: str
-) -> tuple[int, list[tuple[str, str]]]:
-    """Queue seeds through the exact seed table: (how many were new, rejections)."""
-    queued = 0
+@dataclass(frozen=True, slots=True)
+class AddedSeeds:
+    queued: int  # new URLs
+    known: int  # already crawled (a refetch now would repeat what is stored) or queued
+    rejected: list[tuple[str, str]]  # (raw URL, reason)
+
+
+def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSeeds:
+    """Queue seeds through the exact seed table. A URL with a page record is not queued
+    again: its refetch would come outside the refresh line, with no record to compare
+    with, and emit page.fetched for unchanged content; the recrawl schedule keeps it fresh
+    (issue 14)."""
+    queued = known = 0
     rejected: list[tuple[str, str]] = []
     for raw in urls:
         try:
@@ -279,6 +295,10 @@ def add_api_seeds(
         if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
             rejected.append((raw, "disallowed by the site's robots.txt"))
             continue
-        if ctx.add_seed(url, url_hash(url), site, low_priority=priority == "low"):
+        hashed = url_hash(url)
+        crawled = ctx.records.get_page(hashed) is not None
+        if not crawled and ctx.add_seed(url, hashed, site, low_priority=priority == "low"):
             queued += 1
-    return queued, rejected
+        else:
+            known += 1
+    return AddedSeeds(queued, known, rejected)

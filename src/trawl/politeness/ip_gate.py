@@ -6,6 +6,10 @@ worth asking again. `note_sent(ip, now)` when the request's head has gone out (t
 a server sees), `release(ip, now)` when the exchange ends. Per IP address at most
 `max_in_flight` requests run at once and starts are at least `min_gap_s` apart.
 
+Restarts: a crawl resumed from a data directory cannot know when the previous process last
+sent to an IP (it may have been killed a moment ago), so `restarted_at` counts as a start on
+every IP: the first request to each waits `min_gap_s` from the restart (issue 14).
+
 Memory: an IP's entry is needed only while it has requests in flight or its last start
 is younger than `min_gap_s`. `release` drops entries that are past both; `forget_idle`
 sweeps the few left (IPs released within `min_gap_s` of their last start).
@@ -36,15 +40,19 @@ class IpGateStats:
 class IpGate:
     """Admission control per IP address: a cap on concurrency and on start rate."""
 
-    __slots__ = ("_ips", "max_in_flight", "min_gap_s")
+    __slots__ = ("_ips", "_restarted_at", "max_in_flight", "min_gap_s")
 
-    def __init__(self, max_in_flight: int = 2, min_gap_s: float = 0.25) -> None:
+    def __init__(
+        self, max_in_flight: int = 2, min_gap_s: float = 0.25, restarted_at: float | None = None
+    ) -> None:
         if max_in_flight < 1:
             raise ConfigError(f"per-IP max_in_flight = {max_in_flight!r} must be >= 1")
         if not (math.isfinite(min_gap_s) and min_gap_s >= 0.0):
             raise ConfigError(f"per-IP min_gap_s = {min_gap_s!r} must be >= 0")
         self.max_in_flight = max_in_flight
         self.min_gap_s = min_gap_s
+        # An IP seen for the first time (or again after being forgotten) last started then.
+        self._restarted_at = -math.inf if restarted_at is None else restarted_at
         self._ips: dict[str, _IpState] = {}
 
     def try_acquire(self, ip: str, now: float) -> float | None:
@@ -55,7 +63,7 @@ class IpGate:
         """
         state = self._ips.get(ip)
         if state is None:
-            state = self._ips[ip] = _IpState()
+            state = self._ips[ip] = _IpState(last_start_at=self._restarted_at)
         earliest = state.last_start_at + self.min_gap_s
         if state.in_flight >= self.max_in_flight:
             return max(earliest, now + self.min_gap_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -36,7 +37,25 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="give two sites robots.txt groups named like trawl and a cross-site redirect",
     )
+    parser.add_argument(
+        "--exit-with-stdin",
+        action="store_true",
+        help="stop when stdin closes (the parent that holds its other end has ended)",
+    )
     return parser.parse_args(argv)
+
+
+def _stop_on_stdin_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """A parent killed outright (SIGKILL) cannot stop its test web: the pipe it held closes
+    instead, and a web left running would keep the port the parent's rerun needs."""
+    fd = sys.stdin.fileno()
+
+    def on_readable() -> None:
+        if not os.read(fd, 4096):
+            loop.remove_reader(fd)
+            stop.set()
+
+    loop.add_reader(fd, on_readable)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -52,6 +71,8 @@ async def _serve(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if args.exit_with_stdin:
+        _stop_on_stdin_eof(loop, stop)
     server = TestWebServer(web, args.log)
     try:
         port = await server.start(loop, args.port)

@@ -82,7 +82,7 @@ class TestWebProcess:
         sites, pages, seed = self._args
         command = [sys.executable, "-m", "trawl.testweb", "--sites", str(sites)]
         command += ["--pages", str(pages), "--seed", str(seed), "--log", str(self.log_path)]
-        command += ["--hosts-out", str(self.hosts_file)]
+        command += ["--hosts-out", str(self.hosts_file), "--exit-with-stdin"]
         if self._wanted_port is not None:
             command += ["--port", str(self._wanted_port)]
         if self._hostile:
@@ -93,7 +93,10 @@ class TestWebProcess:
             command.append("--robots-cases")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
-            self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
+            # stdin: a pipe only this process holds, so the web ends with it however it ends.
+            self._proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+            )
         try:
             ready = self._wait_ready(self._proc)
         except BaseException:
@@ -147,8 +150,9 @@ class TestWebProcess:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
         return proc.returncode
 
     def __enter__(self) -> Self:
