@@ -61,7 +61,12 @@ class CrawlStats:
     skipped: dict[str, int] = field(default_factory=dict)  # outcome `skipped(reason)`
     retries: dict[str, int] = field(default_factory=dict)  # outcome `retry`, by cause
     statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"
-    errors: int = 0
+    # Issue 14: the one tally of failures the summary, /v1/stats, /metrics and the dashboard
+    # read. Every request (robots.txt, page, sitemap, retried or not) that got no answer, by
+    # its error kind (failure_reasons), and pages that ended in a named error after one.
+    failures: dict[str, int] = field(default_factory=dict)
+    failure_examples: dict[str, str] = field(default_factory=dict)  # each reason's first message
+    answered: int = 0  # requests that got an HTTP answer, whatever its status
     # Freshness (issue 5)
     refetches: dict[str, int] = field(default_factory=dict)  # "changed" / "unchanged"
     not_modified: int = 0  # 304 answers to conditional refetches
@@ -83,6 +88,15 @@ class CrawlStats:
 
     def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
         table[key] = table.get(key, 0) + n
+
+    @property
+    def errors(self) -> int:
+        return sum(self.failures.values())
+
+    def note_failure(self, reason: str, message: str) -> None:
+        self.failures[reason] = self.failures.get(reason, 0) + 1
+        if reason not in self.failure_examples:
+            self.failure_examples[reason] = message
 
     def note_wait(self, reason: str, seconds: float) -> None:
         self.waits[reason] = self.waits.get(reason, 0) + 1

@@ -19,9 +19,10 @@ from prometheus_client.core import (
 
 from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
+from trawl.failure_reasons import REASONS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
     from prometheus_client.metrics_core import Metric
 
@@ -46,8 +47,9 @@ class CrawlCollector:
         stats = snap.stats
         yield _counter("trawl_fetches", "Page fetches that ended, by status class",
                        "class", status_classes(snap.statuses))  # fmt: skip
-        yield _counter("trawl_fetch_errors", "Fetches with no answer, by kind",
-                       "kind", status_kinds(snap.statuses, "error:"))  # fmt: skip
+        yield _counter("trawl_fetch_errors",
+                       "Requests that failed (robots.txt and sitemaps too), by kind",
+                       "kind", _zero_filled(snap.failures, REASONS))  # fmt: skip
         yield _counter("trawl_robots_fetches", "robots.txt fetches, by outcome",
                        "outcome", status_kinds(snap.statuses, "robots:"))  # fmt: skip
         yield CounterMetricFamily("trawl_downloaded_bytes", "Body bytes downloaded (decoded)",
@@ -72,6 +74,12 @@ class CrawlCollector:
         shared = self.view.shared
         if shared is not None:
             yield from shared.cluster_metrics()
+
+
+def _zero_filled(values: Mapping[str, float], known: Iterable[str]) -> dict[str, float]:
+    """`values` with a zero for each known label not seen yet: a family with labels has no
+    sample until its first count, and a rate() over a series that appears later misses it."""
+    return {**dict.fromkeys(known, 0), **values}
 
 
 def _counter(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
