@@ -230,7 +230,13 @@ class CrawlContext:
         if site in self._busy:
             self._busy.discard(site)
             self._dirty_sites.add(site)
-            self.frontier.release_site(site, self._ready_at(self.sites[site]))
+            state = self.sites[site]
+            # The politeness wait most requests see: the site's next URL waits out its gap
+            # (or backoff) in the frontier, not in a turn (issue 14: it went uncounted).
+            wait_s = state.clock.next_allowed_at - self.clock.now()
+            if wait_s > 0 and not state.paused and self.frontier.queued_for(site):
+                self.stats.note_wait("site_clock", wait_s)
+            self.frontier.release_site(site, self._ready_at(state))
 
     def hold_site(self, site: str) -> bool:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt

@@ -128,7 +128,8 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         wait_seconds=dict(st.wait_seconds),
         fetch_buckets=tuple(st.fetch_seconds.cumulative()),
         fetch_seconds_sum=st.fetch_seconds.sum,
-        events_written=ctx.records.last_offset() + 1,
+        # Offsets are dense from 1 in both record stores: the last one is the count.
+        events_written=max(ctx.records.last_offset(), 0),
     )
 
 

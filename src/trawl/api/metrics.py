@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from trawl.api.crawl_view import CrawlSnapshot, CrawlView
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Labels shown from the start (zeros): the waits every crawl has, the commonest skip.
+WAIT_REASONS = ("ip_gate", "site_clock", "paused")
+SKIP_REASONS = ("robots",)
 
 
 def status_classes(statuses: Mapping[str, int]) -> dict[str, int]:
@@ -63,12 +66,13 @@ class CrawlCollector:
                      stats.get("frontier", {}))  # fmt: skip
         yield _gauge("trawl_sites", "Sites, by state", "state", stats.get("sites", {}))
         yield _counter("trawl_politeness_waits", "Requests held back, by what held them",
-                       "reason", snap.waits)  # fmt: skip
+                       "reason", _zero_filled(snap.waits, WAIT_REASONS))  # fmt: skip
         yield _counter("trawl_politeness_wait_seconds", "Time requests were held back",
-                       "reason", snap.wait_seconds)  # fmt: skip
+                       "reason", _zero_filled(snap.wait_seconds, WAIT_REASONS))  # fmt: skip
         yield _counter("trawl_trap_hits", "Trap rules that fired, by rule",
                        "rule", stats.get("traps", {}))  # fmt: skip
-        yield _counter("trawl_skips", "URLs and pages skipped, by reason", "reason", snap.skipped)
+        yield _counter("trawl_skips", "URLs and pages skipped, by reason",
+                       "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
         yield GaugeMetricFamily("trawl_snapshot_timestamp_seconds",
                                 "When the crawl loop published these numbers", snap.at)  # fmt: skip
         shared = self.view.shared
