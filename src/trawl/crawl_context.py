@@ -22,6 +22,7 @@ from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
+from trawl.recent_activity import RecentSites
 from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class CrawlStats:
     failures: dict[str, int] = field(default_factory=dict)
     failure_examples: dict[str, str] = field(default_factory=dict)  # each reason's first message
     answered: int = 0  # requests that got an HTTP answer, whatever its status
+    recent_sites: RecentSites = field(default_factory=RecentSites)  # for the progress line
     # Freshness (issue 5)
     refetches: dict[str, int] = field(default_factory=dict)  # "changed" / "unchanged"
     not_modified: int = 0  # 304 answers to conditional refetches

@@ -306,7 +306,7 @@ class SiteRequests:
             outcome = self._outcome(state, url, end, 0, exc.kind)
             state.clock.finish(end, 0.0, outcome, policy=ctx.clock_policy)
             failed = _failed(url, start, end, exc)
-            _count_request(ctx, failed)
+            _count_request(ctx, state.site, failed, end)
             return failed
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
@@ -349,7 +349,7 @@ class SiteRequests:
                 retry_after_s=retry_after,
             )
             if result is not None:
-                _count_request(ctx, result)
+                _count_request(ctx, state.site, result, end)
                 if result.body is not None:
                     ctx.stats.bytes_downloaded += len(result.body)
 
@@ -412,10 +412,12 @@ def _origin_held_until(state: SiteState, origin: str, rules: RobotsRules) -> flo
     return held
 
 
-def _count_request(ctx: CrawlContext, result: FetchResult) -> None:
+def _count_request(ctx: CrawlContext, site: str, result: FetchResult, end: float) -> None:
     """Every request, robots.txt included, is counted here once: answered, or failed for a
     named reason (issue 14: a refused or unresolvable seed must not end as "errors 0")."""
     kind = result.error_kind
+    if kind != NOT_SENT:
+        ctx.stats.recent_sites.note(site, end)
     if kind is None:
         ctx.stats.answered += 1
     elif kind != NOT_SENT:
