@@ -181,6 +181,8 @@ _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
+    from trawl.failure_reasons import failures_line, nothing_fetched_line
+
     st = s.stats
     rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
     out.write(
@@ -190,7 +192,11 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
         f"statuses {dict(sorted(st.statuses.items()))}  "
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"
+        f"{failures_line(st.failures)}\n"
     )
+    nothing = nothing_fetched_line(st.answered, st.failures, st.failure_examples)
+    if nothing is not None:
+        out.write(nothing + "\n")
     contained = {r: s.traps.get(f"contained_{r}", 0) for r in _CONTAIN_REASONS}
     if any(contained.values()) or s.traps.get("copy_page_links"):
         parts = ", ".join(f"{r} {n}" for r, n in contained.items() if n)

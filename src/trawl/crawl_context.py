@@ -22,6 +22,7 @@ from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
+from trawl.recent_activity import RecentSites
 from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 
 if TYPE_CHECKING:
@@ -61,7 +62,13 @@ class CrawlStats:
     skipped: dict[str, int] = field(default_factory=dict)  # outcome `skipped(reason)`
     retries: dict[str, int] = field(default_factory=dict)  # outcome `retry`, by cause
     statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"
-    errors: int = 0
+    # Issue 14: the one tally of failures the summary, /v1/stats, /metrics and the dashboard
+    # read. Every request (robots.txt, page, sitemap, retried or not) that got no answer, by
+    # its error kind (failure_reasons), and pages that ended in a named error after one.
+    failures: dict[str, int] = field(default_factory=dict)
+    failure_examples: dict[str, str] = field(default_factory=dict)  # each reason's first message
+    answered: int = 0  # requests that got an HTTP answer, whatever its status
+    recent_sites: RecentSites = field(default_factory=RecentSites)  # for the progress line
     # Freshness (issue 5)
     refetches: dict[str, int] = field(default_factory=dict)  # "changed" / "unchanged"
     not_modified: int = 0  # 304 answers to conditional refetches
@@ -83,6 +90,15 @@ class CrawlStats:
 
     def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
         table[key] = table.get(key, 0) + n
+
+    @property
+    def errors(self) -> int:
+        return sum(self.failures.values())
+
+    def note_failure(self, reason: str, message: str) -> None:
+        self.failures[reason] = self.failures.get(reason, 0) + 1
+        if reason not in self.failure_examples:
+            self.failure_examples[reason] = message
 
     def note_wait(self, reason: str, seconds: float) -> None:
         self.waits[reason] = self.waits.get(reason, 0) + 1
@@ -216,7 +232,13 @@ class CrawlContext:
         if site in self._busy:
             self._busy.discard(site)
             self._dirty_sites.add(site)
-            self.frontier.release_site(site, self._ready_at(self.sites[site]))
+            state = self.sites[site]
+            # The politeness wait most requests see: the site's next URL waits out its gap
+            # (or backoff) in the frontier, not in a turn (issue 14: it went uncounted).
+            wait_s = state.clock.next_allowed_at - self.clock.now()
+            if wait_s > 0 and not state.paused and self.frontier.queued_for(site):
+                self.stats.note_wait("site_clock", wait_s)
+            self.frontier.release_site(site, self._ready_at(state))
 
     def hold_site(self, site: str) -> bool:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt

@@ -261,8 +261,7 @@ class PageOutcomes:
     def _count_page(self, state: SiteState, item: CrawlUrl, result: FetchResult) -> None:
         ctx = self.ctx
         ctx.stats.pages_fetched += 1
-        if result.error_kind:
-            ctx.stats.errors += 1
+        if result.error_kind:  # the failure itself is counted where it happened (_request)
             ctx.stats.count(ctx.stats.statuses, f"error:{result.error_kind}")
             state.note_error(result.started_at, item.url, result.error_kind)
         else:
@@ -303,7 +302,7 @@ class PageOutcomes:
         limit = ctx.settings.fetch.max_redirects
         if item.redirects >= limit:
             record.error = f"{TOO_MANY_REDIRECTS}: {limit} hops followed, not {target}"
-            ctx.stats.errors += 1
+            ctx.stats.note_failure(TOO_MANY_REDIRECTS, f"{item.url}: {record.error}")
             ctx.stats.count(ctx.stats.statuses, f"error:{TOO_MANY_REDIRECTS}")
             ctx.site_state(item.site).note_error(result.started_at, item.url, TOO_MANY_REDIRECTS)
             return

@@ -305,7 +305,9 @@ class SiteRequests:
             end = ctx.clock.now()
             outcome = self._outcome(state, url, end, 0, exc.kind)
             state.clock.finish(end, 0.0, outcome, policy=ctx.clock_policy)
-            return _failed(url, start, end, exc)
+            failed = _failed(url, start, end, exc)
+            _count_request(ctx, state.site, failed, end)
+            return failed
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
@@ -346,8 +348,10 @@ class SiteRequests:
                 policy=ctx.clock_policy,
                 retry_after_s=retry_after,
             )
-            if result is not None and result.body is not None:
-                ctx.stats.bytes_downloaded += len(result.body)
+            if result is not None:
+                _count_request(ctx, state.site, result, end)
+                if result.body is not None:
+                    ctx.stats.bytes_downloaded += len(result.body)
 
     def _outcome(
         self, state: SiteState, url: str, now: float, status: int, error_kind: str | None
@@ -406,6 +410,19 @@ def _origin_held_until(state: SiteState, origin: str, rules: RobotsRules) -> flo
     if rules.status is RobotsStatus.UNREACHABLE:
         held = max(held, rules.retry_at or rules.expires_at)
     return held
+
+
+def _count_request(ctx: CrawlContext, site: str, result: FetchResult, end: float) -> None:
+    """Every request, robots.txt included, is counted here once: answered, or failed for a
+    named reason (issue 14: a refused or unresolvable seed must not end as "errors 0")."""
+    kind = result.error_kind
+    if kind != NOT_SENT:
+        ctx.stats.recent_sites.note(site, end)
+    if kind is None:
+        ctx.stats.answered += 1
+    elif kind != NOT_SENT:
+        message = (result.error or "").removeprefix(f"{kind}: ")
+        ctx.stats.note_failure(kind, f"{result.url}: {message}")
 
 
 def _failed(url: str, start: float, end: float, exc: FetchError) -> FetchResult:

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.serve_support import TOKEN, Served, get_json, http_get, run_serve, send_json
 from tests.e2e.support import CONTACT
 
+from trawl.api.crawl_view import PUBLISH_INTERVAL_S
 from trawl.frontier.traps import TrapReason
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
@@ -138,6 +139,60 @@ def test_metrics_parse_as_prometheus_text(served: Served) -> None:
     rules = {s.labels["rule"] for s in families["trawl_trap_hits"].samples}
     assert {r.value for r in TrapReason} <= rules
     assert {"copy_page_links", "contained_copies", "contained_similar_pages"} <= rules
+
+
+def _metric_samples(base: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """Every family's samples, by sample name and then labels."""
+    body = http_get(base, "/metrics")[1].decode()
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(body):
+        assert family.samples, f"{family.name} is declared but has no sample"
+        for s in family.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def _events_written(base: str) -> int:
+    offset, count = 0, 0
+    while events := get_json(base, f"/v1/events?from={offset}&limit=1000")["events"]:
+        count, offset = count + len(events), events[-1]["offset"] + 1
+    return count
+
+
+def test_issue_14_metrics_agree_with_what_the_crawl_did(served: Served) -> None:
+    """Each counter against an outside record of the crawl, read in a quiet moment: the
+    test web's request log, the events the API serves (issue 14: events_written was one
+    high; the politeness waits and fetch errors families had no value)."""
+    deadline = time.monotonic() + 40
+    while True:
+        before = served.web.requests()
+        time.sleep(PUBLISH_INTERVAL_S * 1.5)  # a snapshot taken after the log's last request
+        m = _metric_samples(served.base)
+        events = _events_written(served.base)
+        log = served.web.requests()
+        stats = get_json(served.base, "/v1/stats")
+        requests = m["trawl_fetch_seconds_count"][()]
+        if len(before) == len(log) == requests and events == m["trawl_events_written_total"][()]:
+            break
+        assert time.monotonic() < deadline, (len(before), len(log), requests, events, m)
+    # Every request reached the test web (nothing failed before sending), robots.txt too.
+    assert sum(m["trawl_fetch_errors_total"].values()) == stats["errors"] == 0
+    assert {k for ((_, k),) in m["trawl_fetch_errors_total"]} >= {"dns", "connect", "timeout"}
+    robots = sum(1 for r in log if r.path == "/robots.txt")
+    assert sum(m["trawl_robots_fetches_total"].values()) == robots
+    assert sum(m["trawl_fetches_total"].values()) == stats["pagesFetched"]
+    assert stats["pagesFetched"] < len(log) - robots  # sitemaps are not pages
+    assert events > 0
+    # Twelve sites of eight pages: their clocks held requests back. A wait is counted per
+    # turn that left work waiting (a turn may end without a request), so at most about one
+    # per request; the gaps here are 0.25-2 s.
+    waits = {k: v for ((_, k),), v in m["trawl_politeness_waits_total"].items()}
+    seconds = {k: v for ((_, k),), v in m["trawl_politeness_wait_seconds_total"].items()}
+    assert waits["site_clock"] > 0
+    assert seconds["site_clock"] > 0
+    assert waits["site_clock"] <= 2 * len(log)
+    assert seconds["site_clock"] <= waits["site_clock"] * 10
+    assert waits["paused"] == 0
 
 
 def test_busy_listen_address_is_a_one_line_error(served: Served, tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ class CrawlSnapshot:
     stats: dict[str, Any] = field(default_factory=dict)  # the /v1/stats answer
     statuses: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)  # CrawlStats.failures
     waits: dict[str, int] = field(default_factory=dict)
     wait_seconds: dict[str, float] = field(default_factory=dict)
     fetch_buckets: tuple[tuple[float, int], ...] = ()  # cumulative, as Prometheus wants
@@ -110,7 +111,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         "statuses": statuses,
         "bytesDownloaded": st.bytes_downloaded,
         "errors": st.errors,
-        "errorsByKind": status_kinds(statuses, "error:"),
+        "errorsByKind": dict(st.failures),  # every request's failures, robots.txt too
         "traps": ctx.traps.as_dict(),
         "notModified": st.not_modified,
         "duplicates": st.duplicates,
@@ -122,11 +123,13 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         stats=stats,
         statuses=statuses,
         skipped=dict(st.skipped),
+        failures=dict(st.failures),
         waits=dict(st.waits),
         wait_seconds=dict(st.wait_seconds),
         fetch_buckets=tuple(st.fetch_seconds.cumulative()),
         fetch_seconds_sum=st.fetch_seconds.sum,
-        events_written=ctx.records.last_offset() + 1,
+        # Offsets are dense from 1 in both record stores: the last one is the count.
+        events_written=max(ctx.records.last_offset(), 0),
     )
 
 

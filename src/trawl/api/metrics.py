@@ -19,15 +19,19 @@ from prometheus_client.core import (
 
 from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
+from trawl.failure_reasons import REASONS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
     from prometheus_client.metrics_core import Metric
 
     from trawl.api.crawl_view import CrawlSnapshot, CrawlView
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Labels shown from the start (zeros): the waits every crawl has, the commonest skip.
+WAIT_REASONS = ("ip_gate", "site_clock", "paused")
+SKIP_REASONS = ("robots",)
 
 
 def status_classes(statuses: Mapping[str, int]) -> dict[str, int]:
@@ -46,8 +50,9 @@ class CrawlCollector:
         stats = snap.stats
         yield _counter("trawl_fetches", "Page fetches that ended, by status class",
                        "class", status_classes(snap.statuses))  # fmt: skip
-        yield _counter("trawl_fetch_errors", "Fetches with no answer, by kind",
-                       "kind", status_kinds(snap.statuses, "error:"))  # fmt: skip
+        yield _counter("trawl_fetch_errors",
+                       "Requests that failed (robots.txt and sitemaps too), by kind",
+                       "kind", _zero_filled(snap.failures, REASONS))  # fmt: skip
         yield _counter("trawl_robots_fetches", "robots.txt fetches, by outcome",
                        "outcome", status_kinds(snap.statuses, "robots:"))  # fmt: skip
         yield CounterMetricFamily("trawl_downloaded_bytes", "Body bytes downloaded (decoded)",
@@ -61,17 +66,24 @@ class CrawlCollector:
                      stats.get("frontier", {}))  # fmt: skip
         yield _gauge("trawl_sites", "Sites, by state", "state", stats.get("sites", {}))
         yield _counter("trawl_politeness_waits", "Requests held back, by what held them",
-                       "reason", snap.waits)  # fmt: skip
+                       "reason", _zero_filled(snap.waits, WAIT_REASONS))  # fmt: skip
         yield _counter("trawl_politeness_wait_seconds", "Time requests were held back",
-                       "reason", snap.wait_seconds)  # fmt: skip
+                       "reason", _zero_filled(snap.wait_seconds, WAIT_REASONS))  # fmt: skip
         yield _counter("trawl_trap_hits", "Trap rules that fired, by rule",
                        "rule", stats.get("traps", {}))  # fmt: skip
-        yield _counter("trawl_skips", "URLs and pages skipped, by reason", "reason", snap.skipped)
+        yield _counter("trawl_skips", "URLs and pages skipped, by reason",
+                       "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
         yield GaugeMetricFamily("trawl_snapshot_timestamp_seconds",
                                 "When the crawl loop published these numbers", snap.at)  # fmt: skip
         shared = self.view.shared
         if shared is not None:
             yield from shared.cluster_metrics()
+
+
+def _zero_filled(values: Mapping[str, float], known: Iterable[str]) -> dict[str, float]:
+    """`values` with a zero for each known label not seen yet: a family with labels has no
+    sample until its first count, and a rate() over a series that appears later misses it."""
+    return {**dict.fromkeys(known, 0), **values}
 
 
 def _counter(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:

@@ -129,4 +129,16 @@ def check_address(
         raise BlockedAddress(f"{host} resolved to {ip}, which is outside network.allow_networks")
     if mapped or allow_private or is_public_address(ip):
         return
-    raise BlockedAddress(f"{host} resolved to {ip}, which is not a public address")
+    where = ip if host == ip else f"{host} resolved to {ip}, which"
+    raise BlockedAddress(f"{where} is not a public address ({_kind(ip)})")
+
+
+def _kind(ip: str) -> str:
+    """What kind of non-public address `ip` is, for the refusal's message (issue 14)."""
+    address = ipaddress.ip_address(ip)
+    if isinstance(address, ipaddress.IPv6Address):
+        address = _embedded_ipv4(address) or address
+    for kind in ("loopback", "link_local", "multicast", "unspecified", "private", "reserved"):
+        if getattr(address, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return "not globally routable"

@@ -207,6 +207,9 @@ function drawTiles(stats) {
   $("t-rate-overall").textContent = fmtRate(stats.pagesPerSecondOverall);
   $("t-bytes").textContent = fmtBytes(stats.bytesDownloaded);
   $("t-errors").textContent = fmtInt(stats.errors);
+  // Issue 14: the same tally as the summary and /metrics, robots.txt failures included.
+  const kinds = Object.entries(stats.errorsByKind || {}).sort((a, b) => b[1] - a[1]);
+  $("t-errors").title = kinds.map(([kind, n]) => `${kind} ${n}`).join(", ");
   $("t-frontier").textContent = fmtInt((frontier.fast || 0) + (frontier.slow || 0) + (frontier.refresh || 0));
   $("t-sites").textContent = fmtInt(stats.sites ? stats.sites.known : null);
   drawCodes(stats.statuses || {});
