@@ -89,6 +89,9 @@ class FetchResult:
     error_kind: str | None = None  # e.g. "timeout", "dns", "connect", "reset", "too_big"
     error: str | None = None
     raw_headers_block: bytes = b""  # HTTP status line + headers as received, for WARC
+    # The request line and headers as sent (Host, User-Agent, conditional headers...), for
+    # the WARC request record; b"" when no request went out.
+    request_head: bytes = b""
 
     def header(self, name: str) -> str | None:
         return first_header(self.headers, name)

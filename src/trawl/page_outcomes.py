@@ -2,7 +2,9 @@
 
 Each leased URL ends here in exactly one outcome. Every fetch gets a page record (200, 404,
 redirect, error); a stored body also gets a WARC record and a page.fetched event, written in
-the same transaction as the record and the links it adds to the frontier.
+the same transaction as the record and the links it adds to the frontier. Redirects and
+final 4xx/5xx answers are archived too (response and request records) so a replay is
+faithful, but they are not content: no storageKey, no event.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.site_requests import NOT_SENT
+from trawl.store.capture import encode_answer
+from trawl.store.warc_record import warc_level
 from trawl.stored_content import StoredContent
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
@@ -71,7 +75,10 @@ class PageOutcomes:
             event = self.content.store(item, result, record, out, previous)
             self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
+            self._archive_answer(item, result, record)
             self._follow_redirect(item, result, record)
+        elif result.status >= 400:
+            self._archive_answer(item, result, record)
         if previous is not None and changed is None:
             changed = result.status != previous.http_status
         self._plan_refetch(item, record, previous, changed)
@@ -283,7 +290,15 @@ class PageOutcomes:
             store_body=True,
             warc_level=self.ctx.settings.storage.warc_compress_level,
             known_content_hash=known_content_hash,
+            request_head=result.request_head,
         )
+
+    def _archive_answer(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
+        """Write a redirect or error answer to the WARC for replay (store/capture.py)."""
+        level = warc_level(self.ctx.settings.storage.warc_compress_level)
+        response, request = encode_answer(item.url, result, level)
+        self.ctx.warc.append(response, request)
+        record.warc_record_id = response.record_id
 
     def _follow_redirect(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
         """A redirect is recorded and its target queued like any discovered link, carrying

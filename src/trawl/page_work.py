@@ -17,7 +17,9 @@ from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.warc_record import (
     EncodedRecord,
+    encode_request_record,
     encode_response_record,
+    new_record_id,
     rewrite_head_for_decoded,
     sha1_digest,
     warc_level,
@@ -51,6 +53,7 @@ class PageInput(NamedTuple):
     # The content hash of the page's stored copy (on a refetch): an unchanged body is not
     # WARC-encoded again, since it will be written as a revisit record.
     known_content_hash: str = ""
+    request_head: bytes = b""  # the request as sent, for the WARC request record
 
 
 class FoundLink(NamedTuple):
@@ -76,6 +79,9 @@ class PageOutput(NamedTuple):
     # `simhash` for a page with prose, else the shape of its visible text (a calendar month,
     # a facet page: parse.fingerprint.shape_of_tree), which thin pages' simhashes miss.
     trap_fingerprint: int = 0
+    # The request record concurrent with `warc_record` (None when that is None or no
+    # request head was kept).
+    request_record: EncodedRecord | None = None
 
 
 def content_hash(body: bytes) -> str:
@@ -89,19 +95,10 @@ def process_page(page: PageInput) -> PageOutput:
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
-    record = None
+    record = request = None
     digest = content_hash(page.body)
     if page.store_body and not noindex and digest != page.known_content_hash:
-        head = rewrite_head_for_decoded(page.http_head, len(page.body))
-        record = encode_response_record(
-            url=page.url,
-            fetched_at=page.fetched_at,
-            ip=page.ip,
-            http_head=head,
-            payload=page.body,
-            truncated=page.truncated,
-            level=warc_level(page.warc_level),
-        )
+        record, request = _encode_capture(page)
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
     simhash, tokens = main_text_fingerprint(page.body)
@@ -118,7 +115,36 @@ def process_page(page: PageInput) -> PageOutput:
         _canonical(parsed.canonical, parsed.base_url),
         # Last: shape_of_tree strips page chrome from the tree.
         simhash if tokens >= MIN_PROSE_TOKENS else shape_of_tree(tree),
+        request,
     )
+
+
+def _encode_capture(page: PageInput) -> tuple[EncodedRecord, EncodedRecord | None]:
+    """The response record and the request record that name each other (capture.py)."""
+    level = warc_level(page.warc_level)
+    request_id = new_record_id() if page.request_head else ""
+    record = encode_response_record(
+        url=page.url,
+        fetched_at=page.fetched_at,
+        ip=page.ip,
+        http_head=rewrite_head_for_decoded(page.http_head, len(page.body)),
+        payload=page.body,
+        truncated=page.truncated,
+        level=level,
+        concurrent_to=request_id,
+    )
+    if not page.request_head:
+        return record, None
+    request = encode_request_record(
+        url=page.url,
+        fetched_at=page.fetched_at,
+        ip=page.ip,
+        request_head=page.request_head,
+        concurrent_to=record.record_id,
+        record_id=request_id,
+        level=level,
+    )
+    return record, request
 
 
 def _canonical(href: str, base_url: str) -> str:

@@ -25,6 +25,8 @@ from trawl.politeness.robots import (
     robots_url,
 )
 from trawl.politeness.site_clock import FetchOutcome, classify_result
+from trawl.store.capture import encode_answer
+from trawl.store.warc_record import warc_level
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
@@ -179,6 +181,8 @@ class SiteRequests:
                 if result.error_kind == NOT_SENT:
                     return  # nothing was asked: the origin's rules stay as they were
                 ctx.stats.robots_fetches += 1
+                if result.status:
+                    self._archive_robots(url, result)
                 status: int | None = result.status or None
                 if status is not None and 300 <= status < 400:
                     target = robots_redirect_target(url, status, result.header("Location"), hops)
@@ -240,6 +244,13 @@ class SiteRequests:
         if via is not origin and via is not following:
             ctx.release_held_site(via.site)  # done with it: its own turns may go on
         return HopAction.FOLLOW, following
+
+    def _archive_robots(self, url: str, result: FetchResult) -> None:
+        """Keep the robots.txt answer (or redirect hop) in the WARC: a replay shows the
+        rules the crawl obeyed. Not a page: no record, no event (store/capture.py)."""
+        level = warc_level(self.ctx.settings.storage.warc_compress_level)
+        response, request = encode_answer(url, result, level)
+        self.ctx.warc.append(response, request)
 
     async def _set_robots(
         self,

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from trawl.model import PageFetchedEvent, PageRecord
 from trawl.parse.fingerprint import format_simhash
+from trawl.store.capture import encode_answer, request_record_of
 from trawl.store.fingerprints_sqlite import Original
 from trawl.store.warc_record import (
-    encode_response_record,
     encode_revisit_record,
+    new_record_id,
     rewrite_head_for_decoded,
     warc_level,
 )
@@ -79,21 +80,13 @@ class StoredContent:
         out: PageOutput,
     ) -> PageFetchedEvent:
         ctx = self.ctx
-        encoded = out.warc_record
+        encoded, request = out.warc_record, out.request_record
         if encoded is None:
             # The worker skipped encoding because the body matched the previous fetch's,
             # but no copy of it is stored (that version was noindex): encode it here.
-            assert result.body is not None
-            encoded = encode_response_record(
-                url=item.url,
-                fetched_at=result.started_at,
-                ip=result.ip,
-                http_head=rewrite_head_for_decoded(result.raw_headers_block, len(result.body)),
-                payload=result.body,
-                truncated=result.truncated,
-                level=warc_level(ctx.settings.storage.warc_compress_level),
-            )
-        record.storage_key = ctx.warc.append(encoded)
+            level = warc_level(ctx.settings.storage.warc_compress_level)
+            encoded, request = encode_answer(item.url, result, level)
+        record.storage_key = ctx.warc.append(encoded, request)
         record.warc_record_id = encoded.record_id
         ctx.stats.pages_stored += 1
         ctx.fingerprints.add_original(
@@ -119,6 +112,8 @@ class StoredContent:
         original: Original,
     ) -> None:
         assert result.body is not None
+        level = warc_level(self.ctx.settings.storage.warc_compress_level)
+        request_id = new_record_id() if result.request_head else ""
         revisit = encode_revisit_record(
             url=item.url,
             fetched_at=result.started_at,
@@ -128,9 +123,11 @@ class StoredContent:
             refers_to_id=original.record_id,
             refers_to_url=original.url,
             refers_to_at=original.fetched_at,
-            level=warc_level(self.ctx.settings.storage.warc_compress_level),
+            level=level,
+            concurrent_to=request_id,
         )
-        self.ctx.warc.append(revisit)
+        request = request_record_of(item.url, result, revisit.record_id, level, request_id or None)
+        self.ctx.warc.append(revisit, request)
         self.ctx.stats.revisits += 1
         record.storage_key = original.storage_key
         record.warc_record_id = revisit.record_id

@@ -32,7 +32,7 @@ from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.store.warc import WarcWriter, recover_tail
+from trawl.store.warc import WarcWriter, ensure_index, recover_tail
 from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import site_of
 from trawl.worker_pool import WorkerPool, start_process_pool
@@ -104,10 +104,12 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
 
 
 def recover_warc_tails(warc_dir: Path) -> int:
-    """Cut torn tails off WARC files left by a crash; returns bytes cut.
+    """Cut torn tails off WARC files left by a crash, and index files left without their
+    CDXJ index; returns bytes cut.
 
     Each run writes files named `<prefix>-<stamp>-<seq>-<run token>.warc.gz` and closes
-    (fsyncs) a file before rotating away from it, so only a run's last file can be torn.
+    (fsyncs) a file before rotating away from it, so only a run's last file can be torn,
+    and only it can lack its index (written when the writer leaves a file).
     """
     if not warc_dir.exists():
         return 0
@@ -118,7 +120,10 @@ def recover_warc_tails(warc_dir: Path) -> int:
         best = last_of_run.get(run)
         if best is None or seq >= best.name.split("-")[2]:
             last_of_run[run] = path
-    return sum(recover_tail(path) for path in last_of_run.values())
+    cut = sum(recover_tail(path) for path in last_of_run.values())
+    for path in last_of_run.values():
+        ensure_index(path)
+    return cut
 
 
 def build_context(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import random
 import shutil
@@ -15,15 +16,18 @@ from fastwarc.warc import WarcRecordType
 from warcio.archiveiterator import ArchiveIterator
 
 from trawl.errors import DataError, UsageError
+from trawl.store.cdxj import index_path, surt_key
 from trawl.store.warc import (
     StorageKey,
     WarcWriter,
+    ensure_index,
     iter_records,
     parse_storage_key,
     read_record,
     recover_tail,
 )
 from trawl.store.warc_record import (
+    encode_request_record,
     encode_response_record,
     gunzip_member,
     rewrite_head_for_decoded,
@@ -328,3 +332,76 @@ def test_writer_state_and_misuse(tmp_path: Path):
         writer.append(page(2)[0])
     with pytest.raises(UsageError, match="prefix"):
         WarcWriter(tmp_path, prefix="a:b")
+
+
+def capture(n: int):
+    """Page n's response record and the request record concurrent with it."""
+    record, body = page(n)
+    request = encode_request_record(
+        url=f"http://127.0.0.1:8080/page/{n}",
+        fetched_at=T0 + n,
+        ip="127.0.0.1",
+        request_head=f"GET /page/{n} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n".encode(),
+        concurrent_to=record.record_id,
+    )
+    return record, request, body
+
+
+def read_index(warc_path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    lines = index_path(warc_path).read_text().splitlines()
+    assert lines == sorted(lines)
+    return [(k, t, json.loads(f)) for k, t, f in (line.split(" ", 2) for line in lines)]
+
+
+def test_issue_14_each_file_gets_a_cdxj_index_whose_offsets_hold_the_records(tmp_path: Path):
+    keys = {}
+    with WarcWriter(tmp_path, max_file_bytes=12_000, clock=FakeClock()) as writer:
+        for n in range(30):
+            record, request, body = capture(n)
+            keys[writer.append(record, request)] = (record.record_id, body)
+        assert list(tmp_path.glob("*.cdxj"))  # rotation indexed the files it left
+    files = warc_files(tmp_path)
+    assert len(files) > 2
+    indexed = 0
+    for path in files:
+        for key, _stamp, fields in read_index(path):
+            assert fields["filename"] == path.name
+            with open(path, "rb") as f:
+                f.seek(int(fields["offset"]))
+                member = f.read(int(fields["length"]))
+                f.seek(int(fields["offset"]))
+                records = ArchiveIterator(f)
+                warc = next(records)
+                assert warc.rec_type == "response"
+                assert warc.rec_headers.get_header("WARC-Target-URI") == fields["url"]
+                # The response is followed by its request, in the same file.
+                req = next(records)
+                assert req.rec_type == "request"
+                assert req.rec_headers.get_header("WARC-Concurrent-To") == (
+                    warc.rec_headers.get_header("WARC-Record-ID")
+                )
+            storage_key = f"{path.name}:{fields['offset']}:{fields['length']}"
+            assert gunzip_member(member)  # exactly one whole member
+            assert keys[storage_key][1] == read_record(tmp_path, storage_key).payload
+            assert key == surt_key(fields["url"])
+            assert fields["status"] == "200"
+            indexed += 1
+    assert indexed == 30
+
+
+def test_issue_14_ensure_index_rebuilds_a_crashed_files_index_after_recovery(tmp_path: Path):
+    writer = WarcWriter(tmp_path, clock=FakeClock())
+    for n in range(6):
+        record, request, _ = capture(n)
+        writer.append(record, request)
+    writer.sync()
+    path = tmp_path / writer.current_file
+    writer.close()
+    expected = index_path(path).read_text()
+    index_path(path).unlink()  # as if killed before close
+    with open(path, "ab") as f:
+        f.write(capture(6)[0].data[:-20])  # and torn mid-record
+    assert recover_tail(path) > 0
+    assert ensure_index(path)
+    assert index_path(path).read_text() == expected
+    assert not ensure_index(path)  # an existing index is kept

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import pytest
 from fastwarc.warc import ArchiveIterator as FastArchiveIterator
@@ -151,9 +152,12 @@ def test_warc_files_validate_with_warcio_and_fastwarc(crawl_run: CrawlRun) -> No
         with path.open("rb") as fh:
             for record in ArchiveIterator(fh, check_digests="raise"):
                 if record.rec_type == "response":
-                    responses += 1
                     assert record.rec_headers.get_header("WARC-Payload-Digest")
                     assert record.rec_headers.get_header("WARC-Block-Digest")
+                    # Stored pages; robots.txt, redirects and 404s are archived too (issue 14).
+                    target = urlsplit(record.rec_headers.get_header("WARC-Target-URI")).path
+                    status = record.http_headers.get_statuscode()
+                    responses += status.startswith("2") and target not in ROBOTS_PATHS
                 record.content_stream().read()
         with path.open("rb") as fh:
             for record in FastArchiveIterator(fh, parse_http=False):

@@ -313,6 +313,24 @@ def test_html_page_with_headers_ip_and_keep_alive() -> None:
     run_with_web(test, allow_private=False)
 
 
+def test_issue_14_result_carries_the_request_head_as_sent() -> None:
+    """The WARC request record needs the head trawl sent; the server's view is the witness."""
+
+    async def test(web: Web, fetcher: Fetcher) -> None:
+        result = await fetcher.fetch(url(web, "/page?x=1"), headers={"If-None-Match": '"v1"'})
+        lines = result.request_head.decode("latin-1").split("\r\n")
+        assert lines[0] == "GET /page?x=1 HTTP/1.1"
+        assert result.request_head.endswith(b"\r\n\r\n")
+        sent_by_us = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:-2])}
+        path, seen_by_server = web.connections[0].requests[0]
+        assert path == "/page?x=1"
+        assert sent_by_us == seen_by_server
+        assert sent_by_us["if-none-match"] == '"v1"'
+        assert sent_by_us["user-agent"] == UA
+
+    run_with_web(test, allow_private=False)
+
+
 @pytest.mark.parametrize("path", ["/gzip", "/br", "/deflate"])
 def test_compressed_bodies_are_decoded(path: str) -> None:
     async def test(web: Web, fetcher: Fetcher) -> None:

@@ -5,18 +5,22 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import struct
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from trawl.errors import DataError
 from trawl.store.warc_record import (
     Codec,
+    encode_request_record,
     encode_response_record,
     encode_warcinfo_record,
     gunzip_member,
     gzip_member,
     member_length_from_head,
+    new_record_id,
     parse_http_head,
     parse_record,
     parse_response,
@@ -230,3 +234,37 @@ def test_revisit_record_refers_to_the_original_and_reads_in_warcio() -> None:
     warc_headers, block = parse_record(gunzip_member(revisit.data))
     assert block == HEAD  # no payload: it lives in the original
     assert warc_headers["WARC-Type"] == "revisit"
+
+
+T0 = 1_796_000_000.0
+
+
+def test_issue_14_request_record_names_its_response_and_reads_in_warcio() -> None:
+    request_head = (
+        b"GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: trawl/0 (+x)\r\n"
+        b'If-None-Match: "e1"\r\n\r\n'
+    )
+    request_id = new_record_id()
+    response = encode_response_record(
+        url="http://127.0.0.1:8080/a?b=1", fetched_at=T0, ip="127.0.0.1",
+        http_head=HEAD, payload=b"<p>x</p>", truncated=False, concurrent_to=request_id,
+    )  # fmt: skip
+    request = encode_request_record(
+        url="http://127.0.0.1:8080/a?b=1", fetched_at=T0, ip="127.0.0.1",
+        request_head=request_head, concurrent_to=response.record_id, record_id=request_id,
+    )  # fmt: skip
+    assert request.cdx is None
+    assert response.cdx is not None
+    records = list(ArchiveIterator(io.BytesIO(response.data + request.data)))
+    assert [r.rec_type for r in records] == ["response", "request"]
+    resp_h, req_h = records[0].rec_headers, records[1].rec_headers
+    assert resp_h.get_header("WARC-Concurrent-To") == request_id
+    assert req_h.get_header("WARC-Concurrent-To") == response.record_id
+    assert req_h.get_header("Content-Type") == "application/http; msgtype=request"
+    assert records[1].http_headers.protocol == "GET"
+    assert records[1].http_headers.get_header("If-None-Match") == '"e1"'
+    with pytest.raises(ValueError, match="request head"):
+        encode_request_record(
+            url="http://x/", fetched_at=T0, ip=None, request_head=b"GET /\r\n\r\n",
+            concurrent_to=request_id,
+        )  # fmt: skip

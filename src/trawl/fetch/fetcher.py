@@ -15,6 +15,8 @@ How this works:
 - Bodies are read only for stored types (HTML) or `read_any_type=True` (robots.txt); any
   other response is closed unread, dropping the connection rather than draining a video.
 - Redirects are not followed: a 3xx is returned with its Location header for the frontier.
+- The request head is kept as aiohttp wrote it (request line and headers, from its
+  "headers sent" trace) for the WARC request record.
 - Known web failures become a FetchResult with `status=0`, `error_kind` and `error`; the
   invariant is `status == 0` if and only if `error_kind is not None`. CancelledError and
   programming errors propagate.
@@ -76,6 +78,14 @@ def _raw_headers_block(resp: aiohttp.ClientResponse) -> bytes:
     lines = [b"HTTP/%d.%d %d %s" % (version.major, version.minor, resp.status, reason)]
     lines.extend(name + b": " + value for name, value in resp.raw_headers)
     return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _request_head(method: str, url: yarl.URL, headers: Mapping[str, str]) -> bytes:
+    """The request line and headers as aiohttp writes them (origin-form target, HTTP/1.1,
+    RFC 9112 §3.2.1), ending in CRLF CRLF."""
+    lines = [f"{method} {url.raw_path_qs} HTTP/1.1"]
+    lines.extend(f"{name}: {value}" for name, value in headers.items())
+    return "\r\n".join(lines).encode("latin-1", "replace") + b"\r\n\r\n"
 
 
 def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
@@ -145,6 +155,8 @@ class _Exchange:
     raw_bytes: int = 0
     error_kind: str | None = None  # set for failures found after the response arrived
     error: str | None = None
+    request_head: bytes = b""  # set by the "headers sent" trace
+    on_sent: Callable[[], None] | None = None
 
     def result(self) -> FetchResult:
         failed = self.error_kind is not None
@@ -160,6 +172,7 @@ class _Exchange:
             error_kind=self.error_kind,
             error=self.error,
             raw_headers_block=self.raw_headers_block,
+            request_head=self.request_head,
         )
 
 
@@ -272,7 +285,9 @@ class Fetcher:
         fetcher's raw body cap for this call (robots.txt uses 500 KiB). `on_sent` is called
         once the request head is written to the connection (the per-IP gate's start).
         """
-        exchange = _Exchange(url=url, started_at=time.time(), start_s=time.monotonic())
+        exchange = _Exchange(
+            url=url, started_at=time.time(), start_s=time.monotonic(), on_sent=on_sent
+        )
         self._fetches += 1
         self._in_flight += 1
         try:
@@ -285,7 +300,6 @@ class Fetcher:
                     if max_body_bytes is None
                     else max_body_bytes,
                     ip=ip,
-                    on_sent=on_sent,
                 )
         except _WEB_FAILURES as exc:
             exchange.error_kind, exchange.error = _classify(exc)
@@ -304,7 +318,6 @@ class Fetcher:
         read_any_type: bool,
         max_body_bytes: int,
         ip: str | None,
-        on_sent: Callable[[], None] | None,
     ) -> None:
         try:
             target = yarl.URL(exchange.url, encoded=_is_plain_ascii(exchange.url))
@@ -325,7 +338,7 @@ class Fetcher:
                 target,
                 headers=self._request_headers(headers),
                 allow_redirects=False,
-                trace_request_ctx=on_sent,
+                trace_request_ctx=exchange,
             ) as resp:
                 exchange.ip = _peer_ip(resp) or ip
                 exchange.status = resp.status
@@ -410,9 +423,11 @@ async def _headers_sent(
     context: SimpleNamespace,
     params: aiohttp.TraceRequestHeadersSentParams,
 ) -> None:
-    on_sent = context.trace_request_ctx
-    if on_sent is not None:
-        on_sent()
+    exchange = context.trace_request_ctx
+    if isinstance(exchange, _Exchange):
+        exchange.request_head = _request_head(params.method, params.url, params.headers)
+        if exchange.on_sent is not None:
+            exchange.on_sent()
 
 
 _SENT_TRACE = aiohttp.TraceConfig()

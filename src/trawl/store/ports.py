@@ -69,8 +69,9 @@ class Records(PageRecords, HostRecords, EventLog, Protocol):
 class WarcSink(Protocol):
     """Where encoded WARC records go: local files (`WarcWriter`) or object-storage chunks."""
 
-    def append(self, record: EncodedRecord) -> str:
-        """Add the record; returns its storage key."""
+    def append(self, record: EncodedRecord, request: EncodedRecord | None = None) -> str:
+        """Add the record and, right after it, the request record that asked for it;
+        returns the storage key of `record`."""
 
     def sync(self) -> None: ...
 

@@ -12,6 +12,11 @@ How this works:
   into the file. Rotation syncs the old file before closing it, so keys into it stay valid.
 - After a crash, `recover_tail` cuts a torn last member off the newest files; it hops over
   members using the gzip "sl" length field and inflates only the tail to check it.
+- A capture is its response (or revisit) record followed by the request record that asked
+  for it, written by one `append`, so both land in the same file.
+- Each file gets a CDXJ index, `<name>.cdxj` next to it (store/cdxj.py), written when the
+  writer leaves the file (rotation, close). A crashed run's last file has none:
+  `ensure_index` rebuilds it from the file after `recover_tail`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from isal import isal_zlib
 
 from trawl import __version__
 from trawl.errors import DataError, UsageError
+from trawl.store.cdxj import cdx_entry, cdx_line, index_path, write_index
 from trawl.store.warc_record import (
     INFLATE_ERROR,
     MEMBER_HEAD_BYTES,
@@ -116,6 +122,7 @@ class WarcWriter:
         self._name = ""
         self._size = 0
         self._records_in_file = 0
+        self._index: list[str] = []  # CDXJ lines of the current file, unsorted
         self._dir_dirty = False
         self._closed = False
         directory.mkdir(parents=True, exist_ok=True)
@@ -138,21 +145,28 @@ class WarcWriter:
     def stats(self) -> WarcWriterStats:
         return WarcWriterStats(self._seq, self._records, self._bytes, self._name, self._size)
 
-    def append(self, record: EncodedRecord) -> str:
-        """Write `record` at the end of the current file; returns its storage key.
+    def append(self, record: EncodedRecord, request: EncodedRecord | None = None) -> str:
+        """Write `record` (and the `request` record that asked for it, right after it) at the
+        end of the current file; returns the storage key of `record`.
 
-        Rotates first when the record would push the file past max_file_bytes (a file holding
+        Rotates first when the records would push the file past max_file_bytes (a file holding
         only its warcinfo takes any record). Raises DataError when the disk write fails.
         """
         if self._closed:
             raise UsageError("WarcWriter.append after close()")
         data = record.data
-        if self._size + len(data) > self._max_file_bytes and self._records_in_file > 0:
+        both = data if request is None else data + request.data
+        if self._size + len(both) > self._max_file_bytes and self._records_in_file > 0:
             self._rotate()
         offset = self._size
-        self._write(data)
-        self._records += 1
-        self._records_in_file += 1
+        self._write(both)
+        added = 1 if request is None else 2
+        self._records += added
+        self._records_in_file += added
+        if record.cdx is not None:
+            self._index.append(
+                cdx_line(record.cdx, offset=offset, length=len(data), filename=self._name)
+            )
         return f"{self._name}:{offset}:{len(data)}"
 
     def sync(self) -> None:
@@ -175,6 +189,7 @@ class WarcWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self._write_index()
         self._closed = True
 
     def _rotate(self) -> None:
@@ -183,7 +198,16 @@ class WarcWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self._write_index()
         self._open_next()
+
+    def _write_index(self) -> None:
+        path = self._dir / self._name
+        try:
+            write_index(index_path(path), self._index)
+        except OSError as exc:
+            raise DataError(f"{index_path(path)}: cannot write the CDXJ index: {exc}") from exc
+        self._index = []
 
     def _open_next(self) -> None:
         now = self._clock()
@@ -197,6 +221,7 @@ class WarcWriter:
         except OSError as exc:
             raise DataError(f"{path}: cannot create WARC file: {exc}") from exc
         self._name, self._size, self._records_in_file = name, 0, 0
+        self._index = []
         self._dir_dirty = True
         info = encode_warcinfo_record(filename=name, created_at=now, software=self._software)
         self._write(info.data)
@@ -311,6 +336,45 @@ def recover_tail(path: Path, *, check_bytes: int | None = DEFAULT_CHECK_BYTES) -
             f.truncate(good_end)
             os.fsync(f.fileno())
     return size - good_end
+
+
+def ensure_index(path: Path) -> bool:
+    """Write the CDXJ index of WARC file `path` if it has none (a crashed run's last file);
+    returns True when one was written. Run `recover_tail` first."""
+    target = index_path(path)
+    if target.exists():
+        return False
+    write_index(target, index_lines(path))
+    return True
+
+
+def index_lines(path: Path) -> list[str]:
+    """The CDXJ lines of one WARC.gz file, read back from its response and revisit records."""
+    lines: list[str] = []
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        pos = 0
+        while pos < size:
+            found = _member_at(f, pos, size)
+            if found is None:
+                raise DataError(f"{path}:{pos}: damaged or cut-off gzip member")
+            length, raw = found
+            if raw is None:
+                f.seek(pos)
+                raw = _inflate_checked(f.read(length), path, pos)
+            headers, block = _parse_checked(raw, path, pos)
+            kind = headers.get("WARC-Type")
+            if kind in ("response", "revisit"):
+                entry = cdx_entry(
+                    url=headers.get("WARC-Target-URI", ""),
+                    warc_date=headers.get("WARC-Date", ""),
+                    http_head=block[: block.find(b"\r\n\r\n") + 4],
+                    digest=headers.get("WARC-Payload-Digest", "-"),
+                    revisit=kind == "revisit",
+                )
+                lines.append(cdx_line(entry, offset=pos, length=length, filename=path.name))
+            pos += length
+    return lines
 
 
 def _member_at(f: BinaryIO, pos: int, size: int) -> tuple[int, bytes | None] | None:

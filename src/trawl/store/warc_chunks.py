@@ -69,7 +69,7 @@ class SealedChunk(NamedTuple):
     key: str
     parts: tuple[bytes, ...]
     size: int
-    records: int  # response and revisit records, not counting the warcinfo
+    records: int  # response and revisit records, not counting warcinfo and request records
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,23 +169,25 @@ class WarcChunkWriter:
         """True when a chunk was sealed for size and waits for the next flush."""
         return bool(self._sealed)
 
-    def append(self, record: EncodedRecord) -> str:
-        """Add `record` to the open chunk; returns its storage key (valid once uploaded)."""
+    def append(self, record: EncodedRecord, request: EncodedRecord | None = None) -> str:
+        """Add `record` (and right after it the `request` record that asked for it) to the
+        open chunk; returns the storage key of `record` (valid once uploaded)."""
         if self._closed:
             raise UsageError("WarcChunkWriter.append after close()")
         data = record.data
+        both = data if request is None else data + request.data
         with self._lock:
             chunk = self._open
             if (
                 chunk is not None
                 and chunk.records
-                and chunk.size + len(data) > self._max_chunk_bytes
+                and chunk.size + len(both) > self._max_chunk_bytes
             ):
                 self._sealed.append(chunk.seal())
                 chunk = None
             if chunk is None:
                 chunk = self._open = self._open_chunk()
-            offset = chunk.add(data)
+            offset = chunk.add(both)
             chunk.records += 1
         return f"{chunk.key}:{offset}:{len(data)}"
 

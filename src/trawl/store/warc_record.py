@@ -32,12 +32,14 @@ from isal import isal_zlib
 
 from trawl.errors import DataError
 from trawl.model import first_header
+from trawl.store.cdxj import CdxEntry, cdx_entry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 WARC_VERSION = b"WARC/1.1"
 RESPONSE_CONTENT_TYPE = "application/http; msgtype=response"
+REQUEST_CONTENT_TYPE = "application/http; msgtype=request"
 ORIGINAL_HEADER_PREFIX = "X-Trawl-Original-"
 _CRLF = b"\r\n"
 _END = b"\r\n\r\n"
@@ -77,6 +79,7 @@ class EncodedRecord(NamedTuple):  # a NamedTuple: cheap to pickle back from a wo
     data: bytes
     payload_digest: str  # "sha1:BASE32" of the HTTP body
     record_id: str  # "<urn:uuid:...>"
+    cdx: CdxEntry | None = None  # its index entry; None for records not indexed (request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +127,13 @@ def encode_response_record(
     level: int = DEFAULT_LEVEL,
     codec: Codec = DEFAULT_CODEC,
     record_id: str | None = None,
+    concurrent_to: str = "",
 ) -> EncodedRecord:
     """Build the gzip member of one response record.
 
     `http_head` is the status line and headers ending in CRLF CRLF; if the body was decoded,
     pass it through `rewrite_head_for_decoded` first. `truncated` adds `WARC-Truncated: length`.
+    `concurrent_to` is the record id of the request record that asked for it (§5.7).
     Raises ValueError when `http_head` is not a complete head or `url` holds a line break.
     """
     if not http_head.startswith(b"HTTP/") or not http_head.endswith(_END):
@@ -140,7 +145,7 @@ def encode_response_record(
         raise ValueError(f"WARC-Target-URI cannot hold a line break: {url!r}")
     rid = record_id or new_record_id()
     payload_digest = sha1_digest(payload)
-    fields = _capture_fields("response", rid, fetched_at, url, ip)
+    fields = _capture_fields("response", rid, fetched_at, url, ip, concurrent_to)
     fields += [
         ("WARC-Block-Digest", sha1_digest(http_head, payload)),
         ("WARC-Payload-Digest", payload_digest),
@@ -152,13 +157,47 @@ def encode_response_record(
         ("Content-Length", str(len(http_head) + len(payload))),
     ]
     raw = b"".join((_header_block(fields), http_head, payload, _END))
-    return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid)
+    cdx = cdx_entry(
+        url=url, warc_date=fields[2][1], http_head=http_head, digest=payload_digest, revisit=False
+    )
+    return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid, cdx)
+
+
+def encode_request_record(
+    *,
+    url: str,
+    fetched_at: float,
+    ip: str | None,
+    request_head: bytes,
+    concurrent_to: str,
+    record_id: str | None = None,
+    level: int = DEFAULT_LEVEL,
+    codec: Codec = DEFAULT_CODEC,
+) -> EncodedRecord:
+    """The request record of a capture (WARC/1.1 §6.4): the HTTP request head as sent (a GET
+    has no body), WARC-Concurrent-To the response or revisit record it produced (§5.7).
+
+    Raises ValueError when `request_head` is not a request line and headers ending in CRLF CRLF.
+    """
+    if not request_head.endswith(_END) or b" HTTP/" not in request_head.split(_CRLF, 1)[0]:
+        raise ValueError(
+            f"request_head must be a complete HTTP request head, got {request_head[:40]!r}..."
+        )
+    rid = record_id or new_record_id()
+    fields = _capture_fields("request", rid, fetched_at, url, ip, concurrent_to)
+    fields += [
+        ("WARC-Block-Digest", sha1_digest(request_head)),
+        ("Content-Type", REQUEST_CONTENT_TYPE),
+        ("Content-Length", str(len(request_head))),
+    ]
+    raw = b"".join((_header_block(fields), request_head, _END))
+    return EncodedRecord(gzip_member(raw, level, codec), "", rid)
 
 
 def _capture_fields(
-    kind: str, rid: str, fetched_at: float, url: str, ip: str | None
+    kind: str, rid: str, fetched_at: float, url: str, ip: str | None, concurrent_to: str = ""
 ) -> list[tuple[str, str]]:
-    """The headers every record of one capture starts with."""
+    """The headers every record of one capture starts with (WARC-Date third)."""
     fields = [
         ("WARC-Type", kind),
         ("WARC-Record-ID", rid),
@@ -167,6 +206,8 @@ def _capture_fields(
     ]
     if ip:
         fields.append(("WARC-IP-Address", ip))
+    if concurrent_to:
+        fields.append(("WARC-Concurrent-To", concurrent_to))
     return fields
 
 
@@ -185,6 +226,8 @@ def encode_revisit_record(
     refers_to_at: float,
     level: int = DEFAULT_LEVEL,
     codec: Codec = DEFAULT_CODEC,
+    record_id: str | None = None,
+    concurrent_to: str = "",
 ) -> EncodedRecord:
     """A revisit record (WARC 1.1 §6.7.2, identical payload digest): this response carried
     the same body as the record `refers_to_id`, so only its HTTP head is stored."""
@@ -193,8 +236,8 @@ def encode_revisit_record(
     for value in (url, refers_to_url, refers_to_id):
         if "\r" in value or "\n" in value:
             raise ValueError(f"WARC header value cannot hold a line break: {value!r}")
-    rid = new_record_id()
-    fields = _capture_fields("revisit", rid, fetched_at, url, ip)
+    rid = record_id or new_record_id()
+    fields = _capture_fields("revisit", rid, fetched_at, url, ip, concurrent_to)
     fields += [
         ("WARC-Profile", REVISIT_PROFILE),
         ("WARC-Refers-To", refers_to_id),
@@ -206,7 +249,10 @@ def encode_revisit_record(
         ("Content-Length", str(len(http_head))),
     ]
     raw = b"".join((_header_block(fields), http_head, _END))
-    return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid)
+    cdx = cdx_entry(
+        url=url, warc_date=fields[2][1], http_head=http_head, digest=payload_digest, revisit=True
+    )
+    return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid, cdx)
 
 
 def encode_warcinfo_record(

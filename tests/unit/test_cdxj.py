@@ -1,0 +1,68 @@
+"""CDXJ index lines (store/cdxj.py): SURT keys as pywb spells them, pywb's field rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trawl.store.cdxj import cdx_entry, cdx_line, surt_key
+
+# Expected keys are what surt 0.3.1 (`surt.surt`, pywb 2.10's canonicaliser) prints for
+# each URL; tests/e2e/test_warc_replay.py checks a whole crawl against pywb's indexer.
+SURT_CASES = [
+    ("http://example.com/a/", "com,example)/a"),
+    ("https://www3.Example.com:443/X?b=2&a=1&A=0#f", "com,example)/x?a=0&a=1&b=2"),
+    ("http://ex.com/?", "com,ex)/"),
+    ("http://ex.com/p;jsessionid=ABC?x=1", "com,ex)/p;jsessionid=abc?x=1"),
+    ("http://ex.com/%7Efoo/%41", "com,ex)/~foo/a"),
+    ("http://user:pw@ex.com/", "com,ex)/"),
+    ("http://ex.com/a?sid=12345678901234567890123456789012&b=1", "com,ex)/a?b=1"),
+    ("http://127.0.0.5:80/x", "5,0,0,127)/x"),
+    ("https://127.0.0.2:5000/", "2,0,0,127:5000)/"),
+    ("http://ex.com/a%20b?q=%2F", "com,ex)/a%20b?q=/"),
+    ("http://ex.com", "com,ex)/"),
+]
+
+
+@pytest.mark.parametrize(("url", "key"), SURT_CASES)
+def test_issue_14_surt_key_matches_pywb(url: str, key: str) -> None:
+    assert surt_key(url) == key
+
+
+def test_issue_14_response_line_carries_pywb_fields() -> None:
+    head = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    entry = cdx_entry(
+        url="http://www.ex.com/Missing",
+        warc_date="2026-12-01T10:11:12Z",
+        http_head=head,
+        digest="sha1:ABCD",
+        revisit=False,
+    )
+    line = cdx_line(entry, offset=120, length=345, filename="f.warc.gz")
+    key, stamp, fields = line.split(" ", 2)
+    assert (key, stamp) == ("com,ex)/missing", "20261201101112")
+    assert json.loads(fields) == {
+        "url": "http://www.ex.com/Missing",
+        "mime": "text/html",
+        "status": "404",
+        "digest": "ABCD",
+        "length": "345",
+        "offset": "120",
+        "filename": "f.warc.gz",
+    }
+
+
+def test_issue_14_revisit_line_has_no_status_and_no_type_is_unk() -> None:
+    date = "2026-12-01T10:11:12Z"
+    ok, moved = b"HTTP/1.1 200 OK\r\n\r\n", b"HTTP/1.1 301 Moved\r\n\r\n"
+    revisit = cdx_entry(
+        url="http://ex.com/", warc_date=date, http_head=ok, digest="X", revisit=True
+    )
+    fields = json.loads(cdx_line(revisit, offset=0, length=1, filename="f").split(" ", 2)[2])
+    assert fields["mime"] == "warc/revisit"
+    assert "status" not in fields
+    bare = cdx_entry(
+        url="http://ex.com/", warc_date=date, http_head=moved, digest="X", revisit=False
+    )
+    assert (bare.mime, bare.status) == ("unk", "301")
