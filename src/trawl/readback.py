@@ -19,15 +19,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trawl.api.client import follow_events
+from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.errors import DataError, InvalidUrl, UsageError
-from trawl.politeness.site_state import SiteState
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import registered_domain
-from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     import argparse
@@ -39,6 +35,10 @@ if TYPE_CHECKING:
     from trawl.store.warc_record import StoredBody
 
     StoredRecords = SqliteRecords | PostgresRecords
+
+# Start-up (issue 14): `trawl --version` imports this module to build its parser, and a
+# read-back command should start in well under 0.3 s, so what only some commands need (the
+# public suffix list, the HTTP client, the WARC reader) is imported where it is used.
 
 _HASH = re.compile(r"^[0-9a-f]{32}$")
 FOLLOW_POLL_S = 0.5  # how often `--follow` asks for new events
@@ -67,9 +67,15 @@ def open_stores(args: argparse.Namespace) -> Iterator[Stores]:
         return
     conn = open_database(args.data / DB_NAME, readonly=True)
     try:
-        yield Stores(SqliteRecords(conn), partial(read_record, args.data / WARC_DIR), False)
+        yield Stores(SqliteRecords(conn), partial(_read_warc_record, args.data / WARC_DIR), False)
     finally:
         conn.close()
+
+
+def _read_warc_record(warc_dir: Path, key: str) -> StoredBody:
+    from trawl.store.warc import read_record
+
+    return read_record(warc_dir, key)
 
 
 @contextmanager
@@ -110,6 +116,8 @@ def cmd_pages(args: argparse.Namespace) -> int:
 
 def cmd_events(args: argparse.Namespace) -> int:
     if args.api is not None:
+        from trawl.api.client import follow_events
+
         return _print_events(follow_events(args.api, args.from_offset, args.follow), args.follow)
     with open_stores(args) as stores:
         events = stored_events(stores.records, args.from_offset, args.follow)
@@ -171,6 +179,8 @@ def cmd_page(args: argparse.Namespace) -> int:
 
 
 def cmd_host(args: argparse.Namespace) -> int:
+    from trawl.urls.registered_domain import registered_domain
+
     host = args.host.strip().lower().rstrip(".")
     site = registered_domain(host)
     with open_stores(args) as stores:
@@ -191,6 +201,8 @@ def in_written_order(record: dict[str, object]) -> dict[str, object]:
     line as `--data`. Only the order changes, never a value. A record the node could not
     load is printed as stored.
     """
+    from trawl.politeness.site_state import SiteState
+
     try:
         written = SiteState.from_host_record(record).to_host_record("")
     except DataError:
