@@ -46,18 +46,22 @@ class CrawlSummary:
     workers_replaced: int = 0  # worker pools started afresh after a worker died (issue 13)
 
 
-def add_crawl_options(p: argparse.ArgumentParser) -> None:
+def add_crawl_options(p: argparse.ArgumentParser, *, continuous: bool = True) -> None:
+    """The options of `trawl crawl`; `trawl serve` is always continuous, so it lacks
+    `--continuous` (`continuous=False`)."""
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
     p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
     p.add_argument("--data", type=Path, default=Path("trawl-data"), help="data directory")
     p.add_argument("--max-pages", type=int, help="stop after this many pages (robots.txt excluded)")
     p.add_argument("--max-time", type=float, help="stop after this many seconds")
-    p.add_argument(
-        "--continuous",
-        action="store_true",
-        default=None,
-        help="keep crawling and recrawling due pages instead of stopping when the frontier empties",
-    )
+    if continuous:
+        p.add_argument(
+            "--continuous",
+            action="store_true",
+            default=None,
+            help="keep crawling and recrawling due pages instead of stopping when the frontier"
+            " empties",
+        )
     p.add_argument(
         "--resolve",
         action="append",
@@ -89,7 +93,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "max_time_s": args.max_time,
             "user_agent": args.user_agent,
             "contact_url": args.contact,
-            "continuous": args.continuous,
+            "continuous": getattr(args, "continuous", None),  # serve has no --continuous
         },
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
@@ -241,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_crawl_options(p)
     p.set_defaults(func=cmd_crawl)
     p = sub.add_parser("serve", help="crawl continuously and serve the control API")
-    add_crawl_options(p)
+    add_crawl_options(p, continuous=False)
     p.add_argument(
         "--listen", default=DEFAULT_LISTEN, help=f"API address (default {DEFAULT_LISTEN})"
     )
