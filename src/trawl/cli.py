@@ -194,6 +194,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
+# What a crawl leaves queued: when it runs out of work, only URLs of sites whose robots.txt
+# is unreachable (or over their daily cap, or trickling as traps: CrawlContext.is_finished);
+# when a limit or a signal stops it, whatever was next.
+_QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap or the next run)"
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
@@ -202,7 +206,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
     out.write(
         f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
         f"robots.txt {st.robots_fetches}, sites {s.sites}, "
-        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, left in queue {s.queued_left}\n"
+        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, URLs left in queue {s.queued_left}"
+        f"{_QUEUE_LEFT_WHY if s.queued_left else ''}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"

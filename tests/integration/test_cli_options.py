@@ -1,13 +1,16 @@
-"""Issue 14, item 8: what `trawl serve --help` offers and what `trawl host` prints."""
+"""Issue 14, item 8: what `trawl serve --help` offers, what `trawl host` prints, and what
+the summary says of the URLs left queued."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import TYPE_CHECKING
 
 import pytest
 
-from trawl.cli import main
+from trawl.cli import CrawlSummary, main, print_summary
+from trawl.crawl_context import CrawlStats
 from trawl.data_dir import DB_NAME
 from trawl.politeness.site_state import SiteState
 from trawl.readback import HOST_RECORD_FIELDS
@@ -68,3 +71,15 @@ def test_issue_14_host_prints_the_host_record_and_internals_only_with_debug(
     full = host_line(["a.test", "--data", str(data), "--debug"], capsys)
     assert {"clock", "day", "traps", "containment"} <= set(full)
     assert {k: full[k] for k in HOST_RECORD_FIELDS} == shown
+
+
+def test_issue_14_summary_says_what_the_queued_urls_wait_for() -> None:
+    out = io.StringIO()
+    print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 7), out)
+    first = out.getvalue().splitlines()[0]
+    # A crawl that ran out of work leaves only URLs whose site's robots.txt was unreachable
+    # (CrawlContext.is_finished); one stopped by a limit leaves them for the next run.
+    assert "URLs left in queue 7 (their sites wait for robots.txt" in first
+    out = io.StringIO()
+    print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 0), out)
+    assert "URLs left in queue 0\n" in out.getvalue()
