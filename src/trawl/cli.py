@@ -296,6 +296,9 @@ def add_cluster_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
+    from trawl.cluster.extra import require_cluster_packages
+
+    require_cluster_packages("trawl cluster status")
     # Imported here: redis and boto3 add ~0.3 s to every other command's start.
     from trawl.cluster.status import cmd_status
 
@@ -383,6 +386,9 @@ def cmd_seed(args: argparse.Namespace) -> int:
             raise UsageError("seed priorities need --api: --cluster sends every seed as normal")
         if args.token_file is not None:
             raise UsageError("--token-file is for --api: --cluster writes to Redis directly")
+        from trawl.cluster.extra import require_cluster_packages
+
+        require_cluster_packages("trawl seed --cluster")
         # Imported here: redis and boto3 add ~0.3 s to every other command's start.
         from trawl.cluster.cluster_seeds import cmd_seed_cluster
 

@@ -80,6 +80,9 @@ def _read_warc_record(warc_dir: Path, key: str) -> StoredBody:
 
 @contextmanager
 def _cluster_stores(path: Path) -> Iterator[Stores]:
+    from trawl.cluster.extra import require_cluster_packages
+
+    require_cluster_packages("--cluster")
     # Imported here: psycopg, redis and boto3 add ~0.3 s to the start of every command.
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.store.postgres_db import open_postgres
