@@ -7,8 +7,6 @@ exit status 2; they are never tracebacks.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import os
 import sys
 import time
@@ -16,30 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-import uvloop
-
 from trawl import __version__
-from trawl.api.client import post_seeds
-from trawl.api.serve import DEFAULT_LISTEN, bind_listener, read_token, serve_api
-from trawl.config import Settings, load_settings, with_overrides
-from trawl.crawl import Crawler
+from trawl.api import DEFAULT_LISTEN
 from trawl.errors import UsageError
 from trawl.frontier.containment import ContainReason
-from trawl.progress import report_progress
-from trawl.stop_signals import stop_on_signals, stop_signals_noted
-from trawl.wiring import (
-    add_seeds,
-    build_context,
-    lock_data_dir,
-    normalise_rules,
-    normalise_seeds,
-    queue_all_due,
-    read_seeds,
-)
+
+# Start-up (issue 14): this module imports only what building the parser needs; each
+# command imports its own machinery when it runs (the crawl's, the API's and the cluster's
+# modules cost ~1.4 s together), so `trawl --version` and the read-back commands start fast.
+# tests/integration/test_cli_startup.py holds that line.
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
+    from trawl.config import Settings
     from trawl.crawl_context import CrawlContext, CrawlStats
 
 
@@ -58,18 +46,22 @@ class CrawlSummary:
     workers_replaced: int = 0  # worker pools started afresh after a worker died (issue 13)
 
 
-def add_crawl_options(p: argparse.ArgumentParser) -> None:
+def add_crawl_options(p: argparse.ArgumentParser, *, continuous: bool = True) -> None:
+    """The options of `trawl crawl`; `trawl serve` is always continuous, so it lacks
+    `--continuous` (`continuous=False`)."""
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
     p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
     p.add_argument("--data", type=Path, default=Path("trawl-data"), help="data directory")
     p.add_argument("--max-pages", type=int, help="stop after this many pages (robots.txt excluded)")
     p.add_argument("--max-time", type=float, help="stop after this many seconds")
-    p.add_argument(
-        "--continuous",
-        action="store_true",
-        default=None,
-        help="keep crawling and recrawling due pages instead of stopping when the frontier empties",
-    )
+    if continuous:
+        p.add_argument(
+            "--continuous",
+            action="store_true",
+            default=None,
+            help="keep crawling and recrawling due pages instead of stopping when the frontier"
+            " empties",
+        )
     p.add_argument(
         "--resolve",
         action="append",
@@ -91,6 +83,8 @@ def add_crawl_options(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    from trawl.config import load_settings, with_overrides
+
     settings = load_settings(args.config)
     return with_overrides(
         settings,
@@ -99,7 +93,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "max_time_s": args.max_time,
             "user_agent": args.user_agent,
             "contact_url": args.contact,
-            "continuous": args.continuous,
+            "continuous": getattr(args, "continuous", None),  # serve has no --continuous
         },
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
@@ -124,6 +118,21 @@ async def run_crawl(
     `serve`, if given, runs beside the crawl on its loop (the API of `trawl serve`, which
     puts its server on a thread of its own) and must return once the crawl is stopping.
     """
+    import asyncio
+    import contextlib
+
+    from trawl.crawl import Crawler
+    from trawl.progress import report_progress
+    from trawl.stop_signals import stop_on_signals
+    from trawl.wiring import (
+        add_seeds,
+        build_context,
+        lock_data_dir,
+        normalise_rules,
+        normalise_seeds,
+        queue_all_due,
+    )
+
     valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
         ctx = build_context(settings, data_dir)
@@ -162,11 +171,18 @@ async def run_crawl(
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
     """Run on uvloop: its transports cost measurably less CPU per fetch than asyncio's."""
+    import asyncio
+
+    import uvloop
+
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
+    from trawl.stop_signals import stop_signals_noted
+    from trawl.wiring import read_seeds
+
     settings = settings_from_args(args)
     seeds = read_seeds(args.urls, args.seeds_file)
     with stop_signals_noted():
@@ -178,6 +194,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
+# What a crawl leaves queued: when it runs out of work, only URLs of sites whose robots.txt
+# is unreachable (or over their daily cap, or trickling as traps: CrawlContext.is_finished);
+# when a limit or a signal stops it, whatever was next.
+_QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap or the next run)"
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
@@ -188,7 +208,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
     out.write(
         f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
         f"robots.txt {st.robots_fetches}, sites {s.sites}, "
-        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, left in queue {s.queued_left}\n"
+        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, URLs left in queue {s.queued_left}"
+        f"{_QUEUE_LEFT_WHY if s.queued_left else ''}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"
@@ -222,7 +243,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from trawl import demo, readback
+    # These modules import their commands' machinery only when a command runs.
+    from trawl import readback
     from trawl.cluster import node_cli
 
     parser = argparse.ArgumentParser(
@@ -234,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_crawl_options(p)
     p.set_defaults(func=cmd_crawl)
     p = sub.add_parser("serve", help="crawl continuously and serve the control API")
-    add_crawl_options(p)
+    add_crawl_options(p, continuous=False)
     p.add_argument(
         "--listen", default=DEFAULT_LISTEN, help=f"API address (default {DEFAULT_LISTEN})"
     )
@@ -245,11 +267,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_serve)
     add_seed_parser(sub)
-    demo.add_parser(sub)
+    add_demo_parser(sub)
     readback.add_parsers(sub)
     add_cluster_parser(sub)
     node_cli.add_parser(sub)
     return parser
+
+
+def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("demo", help="crawl a built-in local test web and summarise")
+    p.add_argument("--sites", type=int, default=60, help="sites in the test web (default 60)")
+    p.add_argument("--pages", type=int, default=20, help="pages per site (default 20)")
+    p.add_argument("--seed", type=int, default=1, help="test web generator seed")
+    p.add_argument("--data", type=Path, default=Path("trawl-demo-data"), help="data directory")
+    p.add_argument("--max-time", type=float, default=300.0, help="stop after this many seconds")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    # Here, not in trawl.demo: that module imports the crawl and the test web (and this one).
+    from trawl.demo import cmd_demo
+
+    return cmd_demo(args)
 
 
 def add_cluster_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -263,6 +302,9 @@ def add_cluster_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
+    from trawl.cluster.extra import require_cluster_packages
+
+    require_cluster_packages("trawl cluster status")
     # Imported here: redis and boto3 add ~0.3 s to every other command's start.
     from trawl.cluster.status import cmd_status
 
@@ -271,6 +313,11 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """`trawl crawl --continuous` with the API on the same event loop (issue 6, read side)."""
+    from trawl.api.serve import bind_listener, read_token, serve_api
+    from trawl.config import with_overrides
+    from trawl.stop_signals import stop_signals_noted
+    from trawl.wiring import read_seeds
+
     settings = with_overrides(settings_from_args(args), crawl={"continuous": True})
     seeds = read_seeds(args.urls, args.seeds_file)
     token = read_token(args.token_file, os.environ)
@@ -332,6 +379,11 @@ def add_seed_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def cmd_seed(args: argparse.Namespace) -> int:
     """`trawl seed`: POST /v1/seeds, or with --cluster XADD to the partitions' link streams;
     prints what was queued or sent and each rejection's reason."""
+    from trawl.api.client import post_seeds
+    from trawl.api.serve import read_token
+    from trawl.config import load_settings
+    from trawl.wiring import normalise_rules, read_seeds
+
     urls = [raw for raw, _ in read_seeds(args.urls, args.seeds_file)]
     if not urls:
         raise UsageError("no seed URLs: give them as arguments or with --seeds-file")
@@ -340,6 +392,9 @@ def cmd_seed(args: argparse.Namespace) -> int:
             raise UsageError("seed priorities need --api: --cluster sends every seed as normal")
         if args.token_file is not None:
             raise UsageError("--token-file is for --api: --cluster writes to Redis directly")
+        from trawl.cluster.extra import require_cluster_packages
+
+        require_cluster_packages("trawl seed --cluster")
         # Imported here: redis and boto3 add ~0.3 s to every other command's start.
         from trawl.cluster.cluster_seeds import cmd_seed_cluster
 

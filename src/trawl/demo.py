@@ -197,13 +197,3 @@ def _demo(args: argparse.Namespace, data: Path) -> int:
         f"  warcio index {data / 'warc'}/*.warc.gz | head"
     )
     return 1 if violations else 0
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("demo", help="crawl a built-in local test web and summarise")
-    p.add_argument("--sites", type=int, default=60, help="sites in the test web (default 60)")
-    p.add_argument("--pages", type=int, default=20, help="pages per site (default 20)")
-    p.add_argument("--seed", type=int, default=1, help="test web generator seed")
-    p.add_argument("--data", type=Path, default=Path("trawl-demo-data"), help="data directory")
-    p.add_argument("--max-time", type=float, default=300.0, help="stop after this many seconds")
-    p.set_defaults(func=cmd_demo)

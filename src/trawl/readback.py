@@ -19,15 +19,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trawl.api.client import follow_events
+from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.errors import DataError, InvalidUrl, UsageError
-from trawl.politeness.site_state import SiteState
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.store.warc import read_record
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import registered_domain
-from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     import argparse
@@ -39,6 +35,10 @@ if TYPE_CHECKING:
     from trawl.store.warc_record import StoredBody
 
     StoredRecords = SqliteRecords | PostgresRecords
+
+# Start-up (issue 14): `trawl --version` imports this module to build its parser, and a
+# read-back command should start in well under 0.3 s, so what only some commands need (the
+# public suffix list, the HTTP client, the WARC reader) is imported where it is used.
 
 _HASH = re.compile(r"^[0-9a-f]{32}$")
 FOLLOW_POLL_S = 0.5  # how often `--follow` asks for new events
@@ -67,13 +67,22 @@ def open_stores(args: argparse.Namespace) -> Iterator[Stores]:
         return
     conn = open_database(args.data / DB_NAME, readonly=True)
     try:
-        yield Stores(SqliteRecords(conn), partial(read_record, args.data / WARC_DIR), False)
+        yield Stores(SqliteRecords(conn), partial(_read_warc_record, args.data / WARC_DIR), False)
     finally:
         conn.close()
 
 
+def _read_warc_record(warc_dir: Path, key: str) -> StoredBody:
+    from trawl.store.warc import read_record
+
+    return read_record(warc_dir, key)
+
+
 @contextmanager
 def _cluster_stores(path: Path) -> Iterator[Stores]:
+    from trawl.cluster.extra import require_cluster_packages
+
+    require_cluster_packages("--cluster")
     # Imported here: psycopg, redis and boto3 add ~0.3 s to the start of every command.
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.store.postgres_db import open_postgres
@@ -110,6 +119,8 @@ def cmd_pages(args: argparse.Namespace) -> int:
 
 def cmd_events(args: argparse.Namespace) -> int:
     if args.api is not None:
+        from trawl.api.client import follow_events
+
         return _print_events(follow_events(args.api, args.from_offset, args.follow), args.follow)
     with open_stores(args) as stores:
         events = stored_events(stores.records, args.from_offset, args.follow)
@@ -170,16 +181,41 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+# The host record a reader wants (README: "Host records carry ..."), plus the site's recent
+# errors, trap flag and operator override. The rest of the stored record is the crawler's
+# own state, kept so a restart resumes it (the site clock, trap and containment windows,
+# day counters): `trawl host --debug` prints it too.
+HOST_RECORD_FIELDS = (
+    "host", "nextAllowedAt", "crawlDelay", "robotsRules", "robotsFetchedAt", "errorCount",
+    "avgResponseMs", "pagesToday", "ownerMachine", "recentErrors", "similarPagesFlag",
+    "override",
+)  # fmt: skip
+
+
+def host_record_view(record: dict[str, object], debug: bool) -> dict[str, object]:
+    """The record as `trawl host` prints it: its public fields, or all with `debug`."""
+    if debug:
+        return record
+    return {k: v for k, v in record.items() if k in HOST_RECORD_FIELDS}
+
+
 def cmd_host(args: argparse.Namespace) -> int:
-    host = args.host.strip().lower().rstrip(".")
-    site = registered_domain(host)
+    name = args.host.strip().lower().rstrip(".")
     with open_stores(args) as stores:
-        record = stores.records.get_host(site)
+        # A registered domain is looked up as given: the public suffix list takes longer to
+        # load (~0.1-0.3 s) than the rest of the command, and is needed only for a hostname.
+        record = stores.records.get_host(name)
+        site = name
+        if record is None:
+            from trawl.urls.registered_domain import registered_domain
+
+            site = registered_domain(name)
+            record = stores.records.get_host(site) if site != name else None
         if record is not None and stores.is_cluster:
             record = in_written_order(record)
     if record is None:
         raise UsageError(f"no host record for {site!r}")
-    _print_json(record)
+    _print_json(host_record_view(record, args.debug))
     return 0
 
 
@@ -191,6 +227,8 @@ def in_written_order(record: dict[str, object]) -> dict[str, object]:
     line as `--data`. Only the order changes, never a value. A record the node could not
     load is printed as stored.
     """
+    from trawl.politeness.site_state import SiteState
+
     try:
         written = SiteState.from_host_record(record).to_host_record("")
     except DataError:
@@ -247,6 +285,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("host", help="print a site's host record")
     p.add_argument("host", metavar="HOST", help="a hostname or a registered domain")
     _add_source(p)
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the whole stored record, the crawler's internal state included",
+    )
     p.set_defaults(func=cmd_host)
 
 

@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from trawl import __version__
 from trawl.clock import Clock, SystemClock
 from trawl.crawl_context import CrawlContext
+from trawl.data_dir import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR
 from trawl.errors import ConfigError, DataError, InvalidUrl
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
@@ -49,11 +50,6 @@ if TYPE_CHECKING:
 # connection (TCP set-up) than when it reuses one, so a little margin keeps the gaps the
 # server observes at or above the configured minimum.
 IP_GAP_MARGIN_S = 0.05
-
-DB_NAME = "trawl.db"
-WARC_DIR = "warc"
-BLOOM_NAME = "seen.bloom"
-INLINKS_NAME = "inlinks.bin"  # the in-link counter (frontier.inlinks), saved at checkpoints
 
 
 def user_agent(settings: Settings) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.cli import main
+from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.model import PageFetchedEvent, PageRecord
 from trawl.politeness.robots import robots_from_response
 from trawl.politeness.site_state import SiteState
@@ -32,7 +33,6 @@ from trawl.store.warc import WarcWriter
 from trawl.store.warc_chunks import WarcChunkWriter
 from trawl.store.warc_record import encode_response_record
 from trawl.urls.normalise import url_hash
-from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -35,6 +35,10 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = ("chart-rate", "chart-status", "chart-frontier", "chart-turns")
 WAIT_S = 40
+# Swagger UI's vendored files hold URLs in their code (JSON Schema and OpenAPI ids, links,
+# the validator /docs tells it not to use): test_issue_14_docs_work_offline checks instead
+# that loading /docs asks for nothing outside.
+SWAGGER_UI_FILES = {"swagger-ui-bundle.js", "swagger-ui.css"}
 
 # What the page shows once it has data: read in one script, so the test waits on one value.
 PAGE_STATE_JS = """
@@ -185,7 +189,11 @@ def is_loopback(url: str) -> bool:
 def test_static_files_name_no_outside_url() -> None:
     """Beyond what one page load asks for: no file the page may use names another host."""
     static = REPO / "src" / "trawl" / "api" / "static"
-    assets = [p for p in static.iterdir() if p.suffix in {".html", ".js", ".css"}]
+    assets = [
+        p
+        for p in static.iterdir()
+        if p.suffix in {".html", ".js", ".css"} and p.name not in SWAGGER_UI_FILES
+    ]
     assert len(assets) >= 5
     for path in assets:
         text = path.read_text(encoding="utf-8")
@@ -210,3 +218,34 @@ def test_history_and_sites_json(served: Served) -> None:
         assert http_get(served.base, bad)[0] == 422, bad
     assert http_get(served.base, "/static/..%2Fdashboard.py")[0] == 404
     assert http_get(served.base, "/static/missing.js")[0] == 404
+
+
+def test_issue_14_docs_work_offline(served: Served, browser: webdriver.Chrome) -> None:
+    """/docs loaded Swagger UI from a CDN, so it was blank on a machine with no way out."""
+    status, body, _ = http_get(served.base, "/docs")
+    assert status == 200
+    html = body.decode()
+    assert "//" not in html  # no URL with a host: not http://, https:// nor //cdn...
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert len(assets) == 3  # script, stylesheet, icon
+    for asset in assets:
+        assert http_get(served.base, "/" + asset)[0] == 200, asset
+    browser.get_log("performance")  # drop the dashboard's requests
+    browser.get(served.base + "/docs")
+    title_js = (
+        "const t = document.querySelector('.swagger-ui .info .title'); return t && t.textContent"
+    )
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        lambda d: "trawl" in (d.execute_script(title_js) or ""), "Swagger UI drew no title"
+    )
+    assert browser.execute_script("return document.querySelectorAll('.opblock').length") >= 5
+    urls = [
+        message["params"]["request"]["url"]
+        for entry in browser.get_log("performance")
+        if (message := json.loads(entry["message"])["message"])["method"]
+        == "Network.requestWillBeSent"
+    ]
+    assert [u for u in urls if not is_loopback(u)] == []
+    assert {"/docs", "/static/swagger-ui-bundle.js", "/openapi.json"} <= {
+        urllib.parse.urlsplit(u).path for u in urls
+    }

@@ -100,6 +100,10 @@ def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
         title="trawl",
         version=__version__,
         description="Control and read-back API of a running trawl crawl.",
+        # /docs is the dashboard router's, with Swagger UI served from static/; ReDoc's
+        # page would load its script and fonts from CDNs, so there is none.
+        docs_url=None,
+        redoc_url=None,
     )
     _add_page_routes(app, view)
     _add_host_routes(app, view, _token_check(token))

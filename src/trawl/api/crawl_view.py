@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trawl.api.stats_history import StatsHistory, StatsSample, count_by_class
+from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import read_record
-from trawl.wiring import DB_NAME, WARC_DIR
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping

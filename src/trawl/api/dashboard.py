@@ -6,6 +6,7 @@ past, not just what happens after it loads. `/v1/stats/history`, `/v1/sites` and
 serve that and the sites' politeness state. The page (static/) is plain HTML, CSS and JS
 with uPlot vendored beside it: no CDN, so it works on a machine with no way out. It polls
 every 2 s and builds its DOM with textContent only: URLs and error kinds come from the web.
+`/docs` (Swagger UI) is served the same way, from swagger-ui-dist's files in static/.
 
 Who writes what: the crawl loop writes the history; the routes copy it, rank the sites on
 the crawl loop (`CrawlView.on_crawl`), and answer from the API's own thread.
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 
 from trawl.api.crawl_view import HISTORY_EVERY, PUBLISH_INTERVAL_S
 from trawl.api.site_ranking import busiest, most_troubled, recent_errors
@@ -32,6 +34,7 @@ _MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".LICENSE": "text/plain; charset=utf-8",
+    ".png": "image/png",
 }
 
 
@@ -89,3 +92,17 @@ def _add_page_routes(router: APIRouter) -> None:
     @router.get("/static/{name}", include_in_schema=False)
     async def get_asset(name: str) -> FileResponse:
         return asset(name)
+
+    @router.get("/docs", include_in_schema=False)
+    async def get_docs() -> HTMLResponse:
+        # FastAPI's own /docs loads Swagger UI from a CDN: a blank page offline (issue 14).
+        # Relative URLs, as the dashboard's: they resolve under any path prefix.
+        return get_swagger_ui_html(
+            openapi_url="openapi.json",
+            title="trawl API",
+            swagger_js_url="static/swagger-ui-bundle.js",
+            swagger_css_url="static/swagger-ui.css",
+            swagger_favicon_url="static/swagger-ui-favicon-32x32.png",
+            # Swagger UI's validator badge would send the spec's URL to validator.swagger.io.
+            swagger_ui_parameters={"validatorUrl": None},
+        )

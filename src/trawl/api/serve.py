@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
+from trawl.api import DEFAULT_LISTEN
 from trawl.api.app import build_app
 from trawl.api.crawl_view import CrawlView
 from trawl.errors import UsageError
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from trawl.api.crawl_view import SharedStores
     from trawl.crawl_context import CrawlContext
 
-DEFAULT_LISTEN = "127.0.0.1:8700"
 TOKEN_ENV = "TRAWL_API_TOKEN"
 GRACEFUL_S = 2  # seconds
 

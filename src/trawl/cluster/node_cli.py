@@ -58,6 +58,9 @@ _SHARED_OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    from trawl.cluster.extra import require_cluster_packages
+
+    require_cluster_packages("trawl node")
     # Imported here: redis, boto3 and psycopg add start-up time to every other command.
     from trawl.api.serve import bind_listener, read_token
     from trawl.cli import run_async
