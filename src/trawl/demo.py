@@ -11,7 +11,6 @@ import itertools
 import json
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trawl.cli import print_summary, run_async, run_crawl
@@ -25,6 +24,7 @@ from trawl.wiring import lock_data_dir
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
+    from pathlib import Path
 
 DEMO_CONTACT = "https://trawl.invalid/demo-contact"
 # A rerun in the same directory resumes the crawl; the test web must come back on the same
