@@ -288,6 +288,14 @@ def iter_records(path: Path) -> Iterator[tuple[int, int, StoredBody]]:
     Other record types (warcinfo, request) are skipped. Raises DataError at the first damaged
     member, naming its offset; run `recover_tail` first to cut a torn tail.
     """
+    for pos, length, headers, raw, _block in _records(path):
+        if headers.get("WARC-Type") == "response":
+            yield pos, length, parse_response(raw)
+
+
+def _records(path: Path) -> Iterator[tuple[int, int, dict[str, str], bytes, bytes]]:
+    """(offset, length, headers, inflated record, block) of every record of a WARC.gz file;
+    raises DataError at the first damaged member, naming its offset."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         pos = 0
@@ -299,9 +307,8 @@ def iter_records(path: Path) -> Iterator[tuple[int, int, StoredBody]]:
             if raw is None:
                 f.seek(pos)
                 raw = _inflate_checked(f.read(length), path, pos)
-            headers, _block = _parse_checked(raw, path, pos)
-            if headers.get("WARC-Type") == "response":
-                yield pos, length, parse_response(raw)
+            headers, block = _parse_checked(raw, path, pos)
+            yield pos, length, headers, raw, block
             pos += length
 
 
@@ -351,29 +358,17 @@ def ensure_index(path: Path) -> bool:
 def index_lines(path: Path) -> list[str]:
     """The CDXJ lines of one WARC.gz file, read back from its response and revisit records."""
     lines: list[str] = []
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        pos = 0
-        while pos < size:
-            found = _member_at(f, pos, size)
-            if found is None:
-                raise DataError(f"{path}:{pos}: damaged or cut-off gzip member")
-            length, raw = found
-            if raw is None:
-                f.seek(pos)
-                raw = _inflate_checked(f.read(length), path, pos)
-            headers, block = _parse_checked(raw, path, pos)
-            kind = headers.get("WARC-Type")
-            if kind in ("response", "revisit"):
-                entry = cdx_entry(
-                    url=headers.get("WARC-Target-URI", ""),
-                    warc_date=headers.get("WARC-Date", ""),
-                    http_head=block[: block.find(b"\r\n\r\n") + 4],
-                    digest=headers.get("WARC-Payload-Digest", "-"),
-                    revisit=kind == "revisit",
-                )
-                lines.append(cdx_line(entry, offset=pos, length=length, filename=path.name))
-            pos += length
+    for pos, length, headers, _raw, block in _records(path):
+        kind = headers.get("WARC-Type")
+        if kind in ("response", "revisit"):
+            entry = cdx_entry(
+                url=headers.get("WARC-Target-URI", ""),
+                warc_date=headers.get("WARC-Date", ""),
+                http_head=block[: block.find(b"\r\n\r\n") + 4],
+                digest=headers.get("WARC-Payload-Digest", "-"),
+                revisit=kind == "revisit",
+            )
+            lines.append(cdx_line(entry, offset=pos, length=length, filename=path.name))
     return lines
 
 
