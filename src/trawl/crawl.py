@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from trawl.page_outcomes import PageOutcomes
 from trawl.site_requests import SiteRequests
 from trawl.sitemap_outcomes import Sitemaps
+from trawl.stored_content import StoredContent
 
 if TYPE_CHECKING:
     from trawl.crawl_context import CrawlContext
@@ -24,8 +25,9 @@ class Crawler:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
         sitemaps = Sitemaps(ctx)
-        self.requests = SiteRequests(ctx, sitemaps)
-        self.outcomes = PageOutcomes(ctx, sitemaps)
+        content = StoredContent(ctx)
+        self.requests = SiteRequests(ctx, sitemaps, content)
+        self.outcomes = PageOutcomes(ctx, sitemaps, content)
         self._turns = asyncio.Semaphore(ctx.settings.crawl.concurrency)
         self._wakeup = asyncio.Event()
 

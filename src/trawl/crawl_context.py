@@ -96,7 +96,7 @@ class CrawlStats:
         return sum(self.failures.values())
 
     def note_failure(self, reason: str, message: str) -> None:
-        self.failures[reason] = self.failures.get(reason, 0) + 1
+        self.count(self.failures, reason)
         if reason not in self.failure_examples:
             self.failure_examples[reason] = message
 

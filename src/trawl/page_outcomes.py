@@ -21,9 +21,6 @@ from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.site_requests import NOT_SENT
-from trawl.store.capture import encode_answer
-from trawl.store.warc_record import warc_level
-from trawl.stored_content import StoredContent
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
 
@@ -40,12 +37,13 @@ if TYPE_CHECKING:
     from trawl.politeness.site_clock import ClockPolicy
     from trawl.politeness.site_state import SiteState
     from trawl.sitemap_outcomes import Sitemaps
+    from trawl.stored_content import StoredContent
 
 
 class PageOutcomes:
-    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps) -> None:
+    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps, content: StoredContent) -> None:
         self.ctx = ctx
-        self.content = StoredContent(ctx)
+        self.content = content
         self.sitemaps = sitemaps
 
     async def handle(self, lease: Lease, result: FetchResult, previous: PageRecord | None) -> None:
@@ -295,10 +293,7 @@ class PageOutcomes:
 
     def _archive_answer(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
         """Write a redirect or error answer to the WARC for replay (store/capture.py)."""
-        level = warc_level(self.ctx.settings.storage.warc_compress_level)
-        response, request = encode_answer(item.url, result, level)
-        self.ctx.warc.append(response, request)
-        record.warc_record_id = response.record_id
+        record.warc_record_id = self.content.archive_answer(item.url, result)
 
     def _follow_redirect(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:
         """A redirect is recorded and its target queued like any discovered link, carrying

@@ -15,12 +15,9 @@ from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text_fingerprint, sha
 from trawl.parse.links import links_of_tree, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
+from trawl.store.capture import encode_exchange
 from trawl.store.warc_record import (
     EncodedRecord,
-    encode_request_record,
-    encode_response_record,
-    new_record_id,
-    rewrite_head_for_decoded,
     sha1_digest,
     warc_level,
 )
@@ -120,31 +117,17 @@ def process_page(page: PageInput) -> PageOutput:
 
 
 def _encode_capture(page: PageInput) -> tuple[EncodedRecord, EncodedRecord | None]:
-    """The response record and the request record that name each other (capture.py)."""
-    level = warc_level(page.warc_level)
-    request_id = new_record_id() if page.request_head else ""
-    record = encode_response_record(
+    """The response record and the request record that name each other (store/capture.py)."""
+    return encode_exchange(
         url=page.url,
         fetched_at=page.fetched_at,
         ip=page.ip,
-        http_head=rewrite_head_for_decoded(page.http_head, len(page.body)),
+        http_head=page.http_head,
         payload=page.body,
         truncated=page.truncated,
-        level=level,
-        concurrent_to=request_id,
-    )
-    if not page.request_head:
-        return record, None
-    request = encode_request_record(
-        url=page.url,
-        fetched_at=page.fetched_at,
-        ip=page.ip,
         request_head=page.request_head,
-        concurrent_to=record.record_id,
-        record_id=request_id,
-        level=level,
+        level=warc_level(page.warc_level),
     )
-    return record, request
 
 
 def _canonical(href: str, base_url: str) -> str:

@@ -25,8 +25,6 @@ from trawl.politeness.robots import (
     robots_url,
 )
 from trawl.politeness.site_clock import FetchOutcome, classify_result
-from trawl.store.capture import encode_answer
-from trawl.store.warc_record import warc_level
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
@@ -35,14 +33,16 @@ if TYPE_CHECKING:
     from trawl.model import CrawlUrl, Lease, PageRecord
     from trawl.politeness.site_state import SiteState
     from trawl.sitemap_outcomes import Sitemaps
+    from trawl.stored_content import StoredContent
 
 _MAX_SKIPS_PER_TURN = 200  # disallowed URLs dropped in one turn before yielding
 
 
 class SiteRequests:
-    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps) -> None:
+    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps, content: StoredContent) -> None:
         self.ctx = ctx
         self.sitemaps = sitemaps
+        self.content = content
 
     async def take_turn(self, site: str, line: Line | None = None) -> Lease | None:
         """Lease the site's next allowed URL (from `line`'s kind of work when it has some),
@@ -181,8 +181,8 @@ class SiteRequests:
                 if result.error_kind == NOT_SENT:
                     return  # nothing was asked: the origin's rules stay as they were
                 ctx.stats.robots_fetches += 1
-                if result.status:
-                    self._archive_robots(url, result)
+                if result.status:  # a replay shows the rules the crawl obeyed
+                    self.content.archive_answer(url, result)
                 status: int | None = result.status or None
                 if status is not None and 300 <= status < 400:
                     target = robots_redirect_target(url, status, result.header("Location"), hops)
@@ -244,13 +244,6 @@ class SiteRequests:
         if via is not origin and via is not following:
             ctx.release_held_site(via.site)  # done with it: its own turns may go on
         return HopAction.FOLLOW, following
-
-    def _archive_robots(self, url: str, result: FetchResult) -> None:
-        """Keep the robots.txt answer (or redirect hop) in the WARC: a replay shows the
-        rules the crawl obeyed. Not a page: no record, no event (store/capture.py)."""
-        level = warc_level(self.ctx.settings.storage.warc_compress_level)
-        response, request = encode_answer(url, result, level)
-        self.ctx.warc.append(response, request)
 
     async def _set_robots(
         self,

@@ -38,6 +38,14 @@ if TYPE_CHECKING:
 class StoredContent:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
+        self._level = warc_level(ctx.settings.storage.warc_compress_level)
+
+    def archive_answer(self, url: str, result: FetchResult) -> str:
+        """Write an answer kept for replay only (robots.txt, a redirect, a final 4xx/5xx) and
+        its request to the WARC; not content: no storage key, no event. Its record id."""
+        response, request = encode_answer(url, result, self._level)
+        self.ctx.warc.append(response, request)
+        return response.record_id
 
     def store(
         self,
@@ -84,8 +92,7 @@ class StoredContent:
         if encoded is None:
             # The worker skipped encoding because the body matched the previous fetch's,
             # but no copy of it is stored (that version was noindex): encode it here.
-            level = warc_level(ctx.settings.storage.warc_compress_level)
-            encoded, request = encode_answer(item.url, result, level)
+            encoded, request = encode_answer(item.url, result, self._level)
         record.storage_key = ctx.warc.append(encoded, request)
         record.warc_record_id = encoded.record_id
         ctx.stats.pages_stored += 1
@@ -112,7 +119,7 @@ class StoredContent:
         original: Original,
     ) -> None:
         assert result.body is not None
-        level = warc_level(self.ctx.settings.storage.warc_compress_level)
+        level = self._level
         request_id = new_record_id() if result.request_head else ""
         revisit = encode_revisit_record(
             url=item.url,

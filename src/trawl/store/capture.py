@@ -5,10 +5,9 @@ the head the crawler sent (method, target, Host, User-Agent, Accept, Accept-Enco
 conditional headers), and the two name each other with WARC-Concurrent-To (§5.7). The
 request record id is drawn first so the response can name it too.
 
-Pages' response records are built in the worker process (page_work.py); this module builds
-the records written from the event loop: the request half of a page or revisit, and whole
-captures of answers trawl keeps for replay only (robots.txt, redirects, 404s and other
-final errors), which are small.
+Pages' records are built here in the worker process (page_work.py, `encode_exchange`); the
+event loop builds the request half of a revisit and whole captures of answers trawl keeps
+for replay only (robots.txt, redirects, 404s and other final errors), which are small.
 """
 
 from __future__ import annotations
@@ -27,20 +26,42 @@ if TYPE_CHECKING:
     from trawl.model import FetchResult
 
 
+def encode_exchange(
+    *,
+    url: str,
+    fetched_at: float,
+    ip: str | None,
+    http_head: bytes,
+    payload: bytes,
+    truncated: bool,
+    request_head: bytes,
+    level: int,
+) -> tuple[EncodedRecord, EncodedRecord | None]:
+    """The response record of one exchange and its request record (None without a request
+    head), naming each other; `http_head` as received, rewritten for the decoded payload."""
+    request_id = new_record_id() if request_head else ""
+    response = encode_response_record(
+        url=url,
+        fetched_at=fetched_at,
+        ip=ip,
+        http_head=rewrite_head_for_decoded(http_head, len(payload)),
+        payload=payload,
+        truncated=truncated,
+        level=level,
+        concurrent_to=request_id,
+    )
+    request = _request_record(
+        url, fetched_at, ip, request_head, response.record_id, request_id or None, level
+    )
+    return response, request
+
+
 def request_record_of(
     url: str, result: FetchResult, concurrent_to: str, level: int, record_id: str | None = None
 ) -> EncodedRecord | None:
     """The request record of `result`'s exchange, or None when no request head was kept."""
-    if not result.request_head:
-        return None
-    return encode_request_record(
-        url=url,
-        fetched_at=result.started_at,
-        ip=result.ip,
-        request_head=result.request_head,
-        concurrent_to=concurrent_to,
-        record_id=record_id,
-        level=level,
+    return _request_record(
+        url, result.started_at, result.ip, result.request_head, concurrent_to, record_id, level
     )
 
 
@@ -50,17 +71,35 @@ def encode_answer(
     """The response record of an answer kept for replay (robots.txt, a redirect, a 404) and
     its request record. A body the fetcher did not read (not a stored type) is stored empty
     and marked `WARC-Truncated: length`, so the record never claims a body it lacks."""
-    body = result.body if result.body is not None else b""
-    request_id = new_record_id() if result.request_head else ""
-    response = encode_response_record(
+    return encode_exchange(
         url=url,
         fetched_at=result.started_at,
         ip=result.ip,
-        http_head=rewrite_head_for_decoded(result.raw_headers_block, len(body)),
-        payload=body,
+        http_head=result.raw_headers_block,
+        payload=result.body if result.body is not None else b"",
         truncated=result.truncated or result.body is None,
+        request_head=result.request_head,
         level=level,
-        concurrent_to=request_id,
     )
-    request = request_record_of(url, result, response.record_id, level, request_id or None)
-    return response, request
+
+
+def _request_record(
+    url: str,
+    fetched_at: float,
+    ip: str | None,
+    request_head: bytes,
+    concurrent_to: str,
+    record_id: str | None,
+    level: int,
+) -> EncodedRecord | None:
+    if not request_head:
+        return None
+    return encode_request_record(
+        url=url,
+        fetched_at=fetched_at,
+        ip=ip,
+        request_head=request_head,
+        concurrent_to=concurrent_to,
+        record_id=record_id,
+        level=level,
+    )
