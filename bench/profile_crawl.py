@@ -44,7 +44,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("Fetcher.fetch", "aiohttp/", "_SelectorSocketTransport", "uvloop", "Transport"),
     ),
     ("link scores + in-link counts", ("link_scores.py", "inlinks.py", "scoring.py")),
-    ("duplicates: fingerprint index, revisits", ("stored_content.py", "fingerprints_sqlite")),
+    ("duplicates: fingerprint index, revisits", ("loop/content.py", "fingerprints_sqlite")),
     ("SQLite: page records + events", ("SqliteRecords.put_page",)),
     ("SQLite: frontier (head, lease, done, enqueue)", ("Frontier.",)),
     ("SQLite: commit + host records", ("CrawlContext.commit", "SqliteRecords.commit")),

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
     from trawl.config import Settings
-    from trawl.crawl_context import CrawlContext, CrawlStats
+    from trawl.loop.context import CrawlContext, CrawlStats
 
 
 T = TypeVar("T")
@@ -121,17 +121,12 @@ async def run_crawl(
     import asyncio
     import contextlib
 
-    from trawl.crawl import Crawler
-    from trawl.progress import report_progress
-    from trawl.stop_signals import stop_on_signals
-    from trawl.wiring import (
-        add_seeds,
-        build_context,
-        lock_data_dir,
-        normalise_rules,
-        normalise_seeds,
-        queue_all_due,
-    )
+    from trawl.loop.crawler import Crawler
+    from trawl.loop.progress import report_progress
+    from trawl.loop.stop_signals import stop_on_signals
+    from trawl.store.layout import lock_data_dir
+    from trawl.wiring.embedded import build_context, normalise_rules
+    from trawl.wiring.seeds import add_seeds, normalise_seeds, queue_all_due
 
     valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
     with lock_data_dir(data_dir):
@@ -180,8 +175,8 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    from trawl.stop_signals import stop_signals_noted
-    from trawl.wiring import read_seeds
+    from trawl.loop.stop_signals import stop_signals_noted
+    from trawl.wiring.seeds import read_seeds
 
     settings = settings_from_args(args)
     seeds = read_seeds(args.urls, args.seeds_file)
@@ -201,7 +196,7 @@ _QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap or the next ru
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
-    from trawl.failure_reasons import failures_line, nothing_fetched_line
+    from trawl.fetch.failure_reasons import failures_line, nothing_fetched_line
 
     st = s.stats
     rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
@@ -315,8 +310,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """`trawl crawl --continuous` with the API on the same event loop (issue 6, read side)."""
     from trawl.api.serve import bind_listener, read_token, serve_api
     from trawl.config import with_overrides
-    from trawl.stop_signals import stop_signals_noted
-    from trawl.wiring import read_seeds
+    from trawl.loop.stop_signals import stop_signals_noted
+    from trawl.wiring.seeds import read_seeds
 
     settings = with_overrides(settings_from_args(args), crawl={"continuous": True})
     seeds = read_seeds(args.urls, args.seeds_file)
@@ -382,7 +377,8 @@ def cmd_seed(args: argparse.Namespace) -> int:
     from trawl.api.client import post_seeds
     from trawl.api.serve import read_token
     from trawl.config import load_settings
-    from trawl.wiring import normalise_rules, read_seeds
+    from trawl.wiring.embedded import normalise_rules
+    from trawl.wiring.seeds import read_seeds
 
     urls = [raw for raw, _ in read_seeds(args.urls, args.seeds_file)]
     if not urls:

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from trawl.cli import print_summary, run_async, run_crawl
 from trawl.config import Settings, with_overrides
-from trawl.stop_signals import stop_requested, stop_signals_noted
+from trawl.loop.stop_signals import stop_requested, stop_signals_noted
+from trawl.store.layout import lock_data_dir
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 from trawl.testweb.request_log import RequestLogRecord, read_request_log
-from trawl.wiring import lock_data_dir
 
 if TYPE_CHECKING:
     import argparse

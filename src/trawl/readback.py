@@ -19,8 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.errors import DataError, InvalidUrl, UsageError
+from trawl.store.layout import DB_NAME, WARC_DIR
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.urls.normalise import normalise_url, url_hash

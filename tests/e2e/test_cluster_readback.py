@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.cli import main
-from trawl.data_dir import DB_NAME, WARC_DIR
 from trawl.model import PageFetchedEvent, PageRecord
 from trawl.politeness.robots import robots_from_response
 from trawl.politeness.site_state import SiteState
 from trawl.store.blobs_s3 import S3BlobStore
+from trawl.store.layout import DB_NAME, WARC_DIR
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
 from trawl.store.records_sqlite import SqliteRecords

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl.cli import main
-from trawl.wiring import lock_data_dir
+from trawl.store.layout import lock_data_dir
 
 if TYPE_CHECKING:
     from pathlib import Path

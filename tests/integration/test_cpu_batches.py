@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from trawl.cpu_batches import BatchedWorkers
-from trawl.worker_pool import MAX_ATTEMPTS, WorkerCrashed, WorkerPool, start_process_pool
+from trawl.loop.cpu_batches import BatchedWorkers
+from trawl.loop.workers import MAX_ATTEMPTS, WorkerCrashed, WorkerPool, start_process_pool
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -14,9 +14,9 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from trawl.config import Settings, with_overrides
-from trawl.crawl import Crawler
+from trawl.loop.crawler import Crawler
 from trawl.model import CrawlUrl, FetchResult, Lease, Line
-from trawl.wiring import build_context
+from trawl.wiring.embedded import build_context
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trawl.crawl_context import CrawlStats
-from trawl.failure_reasons import REASONS, failures_line, nothing_fetched_line
+from trawl.fetch.failure_reasons import REASONS, failures_line, nothing_fetched_line
+from trawl.loop.context import CrawlStats
 
 
 def test_failures_line_lists_kinds_most_frequent_first() -> None:

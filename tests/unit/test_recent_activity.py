@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trawl.recent_activity import RateWindow, RecentSites
+from trawl.loop.recent_activity import RateWindow, RecentSites
 
 
 def test_issue_14_a_steady_page_a_second_reads_one_per_second_every_tick() -> None:

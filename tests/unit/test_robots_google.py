@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from trawl.crawl_context import AGENT_TOKEN
+from trawl.loop.context import AGENT_TOKEN
 from trawl.politeness.robots import robots_from_response
 from trawl.politeness.robots_txt import (
     ALLOW,

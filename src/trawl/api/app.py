@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from trawl.api.crawl_view import CrawlView
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.model import PageRecord
     from trawl.politeness.site_limits import SiteLimits
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trawl.api.stats_history import StatsHistory, StatsSample, count_by_class
-from trawl.data_dir import DB_NAME, WARC_DIR
+from trawl.store.layout import DB_NAME, WARC_DIR
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import read_record
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric
 
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.store.ports import RecordReader
     from trawl.store.warc_record import StoredBody
 

@@ -19,7 +19,7 @@ from prometheus_client.core import (
 
 from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
-from trawl.failure_reasons import REASONS
+from trawl.fetch.failure_reasons import REASONS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from trawl.api.crawl_view import SharedStores
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
 
 TOKEN_ENV = "TRAWL_API_TOKEN"
 GRACEFUL_S = 2  # seconds

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from trawl.cluster.cluster_records import ClusterRecords
     from trawl.cluster.ownership_shell import OwnershipShell
     from trawl.cluster.redis_links import RedisLinks
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.seen.partitioned import PartitionedSeen
     from trawl.store.blobs import BlobStore
 

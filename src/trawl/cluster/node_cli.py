@@ -65,10 +65,11 @@ def cmd_node(args: argparse.Namespace) -> int:
     from trawl.api.serve import bind_listener, read_token
     from trawl.cli import run_async
     from trawl.cluster.cluster_file import load_cluster_file
-    from trawl.cluster.node_wiring import default_node_id, run_node
+    from trawl.cluster.wiring import default_node_id, run_node
     from trawl.config import load_settings, with_overrides
-    from trawl.stop_signals import stop_signals_noted
-    from trawl.wiring import normalise_rules, normalise_seeds, read_seeds
+    from trawl.loop.stop_signals import stop_signals_noted
+    from trawl.wiring.embedded import normalise_rules
+    from trawl.wiring.seeds import normalise_seeds, read_seeds
 
     cluster = load_cluster_file(args.cluster)
     settings = with_overrides(

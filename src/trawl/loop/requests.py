@@ -28,12 +28,12 @@ from trawl.politeness.site_clock import FetchOutcome, classify_result
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
     from trawl.frontier.frontier import QueuedUrl
+    from trawl.loop.content import StoredContent
+    from trawl.loop.context import CrawlContext
+    from trawl.loop.sitemaps import Sitemaps
     from trawl.model import CrawlUrl, Lease, PageRecord
     from trawl.politeness.site_state import SiteState
-    from trawl.sitemap_outcomes import Sitemaps
-    from trawl.stored_content import StoredContent
 
 _MAX_SKIPS_PER_TURN = 200  # disallowed URLs dropped in one turn before yielding
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
 from trawl.model import Line, UrlKind
-from trawl.page_work import SitemapOutput, process_sitemap
+from trawl.parse.page_work import SitemapOutput, process_sitemap
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, FetchResult, PageRecord
     from trawl.politeness.robots import RobotsRules
     from trawl.politeness.site_state import SiteState

@@ -1,7 +1,7 @@
 """Builds and runs one cluster node (`trawl node`): the cluster adapters' wiring.
 
-It lives apart from `wiring.py` so that embedded commands never import redis, boto3 or
-psycopg (each adds start-up time); like `wiring.py`, it is the only place here that reads
+It lives apart from `trawl.wiring` so that embedded commands never import redis, boto3 or
+psycopg (each adds start-up time); like `trawl.wiring`, it is the only place here that reads
 Settings and picks adapters.
 
 The node's local directory holds a cache only (the SQLite frontier of the partitions it
@@ -33,16 +33,18 @@ from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
 from trawl.cluster.redis_members import RedisMembers
 from trawl.cluster.status_metrics import StatusCache, status_metrics
-from trawl.crawl import Crawler
 from trawl.errors import DataError
-from trawl.progress import report_progress
+from trawl.loop.crawler import Crawler
+from trawl.loop.progress import report_progress
+from trawl.loop.stop_signals import stop_on_signals
 from trawl.seen.partitioned import PartitionedSeen
-from trawl.stop_signals import stop_on_signals
 from trawl.store.blobs_s3 import S3BlobStore
+from trawl.store.layout import lock_data_dir
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
 from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
-from trawl.wiring import IP_GAP_MARGIN_S, add_seeds, build_context, lock_data_dir
+from trawl.wiring.embedded import IP_GAP_MARGIN_S, build_context
+from trawl.wiring.seeds import add_seeds
 
 if TYPE_CHECKING:
     import sqlite3
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from trawl.cluster.cluster_file import ClusterSettings
     from trawl.cluster.redis_coord import RedisClient
     from trawl.config import Settings
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
 
 log = logging.getLogger(__name__)
 

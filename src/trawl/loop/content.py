@@ -30,9 +30,9 @@ from trawl.store.warc_record import (
 )
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, FetchResult
-    from trawl.page_work import PageOutput
+    from trawl.parse.page_work import PageOutput
 
 
 class StoredContent:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from trawl.page_work import FoundLink
+    from trawl.parse.page_work import FoundLink
 
 _MIN_PAGES_TO_RESCORE = 15
 _TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)

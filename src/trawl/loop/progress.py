@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, TextIO
 
-from trawl.recent_activity import WINDOW_S, RateWindow
+from trawl.loop.recent_activity import WINDOW_S, RateWindow
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
 
 
 def progress_line(ctx: CrawlContext, elapsed_s: float, rate: float) -> str:

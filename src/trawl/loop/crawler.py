@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from trawl.page_outcomes import PageOutcomes
-from trawl.site_requests import SiteRequests
-from trawl.sitemap_outcomes import Sitemaps
-from trawl.stored_content import StoredContent
+from trawl.loop.content import StoredContent
+from trawl.loop.outcomes import PageOutcomes
+from trawl.loop.requests import SiteRequests
+from trawl.loop.sitemaps import Sitemaps
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.context import CrawlContext
     from trawl.model import Line
 
 

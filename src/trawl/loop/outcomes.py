@@ -17,10 +17,10 @@ from trawl.errors import InvalidUrl
 from trawl.frontier.containment import ContainReason, PageVerdict
 from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
+from trawl.loop.requests import NOT_SENT
 from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
-from trawl.page_work import PageInput, PageOutput
+from trawl.parse.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
-from trawl.site_requests import NOT_SENT
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
 
@@ -31,13 +31,13 @@ RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
 TOO_MANY_REDIRECTS = "too_many_redirects"
 
 if TYPE_CHECKING:
-    from trawl.crawl_context import CrawlContext
+    from trawl.loop.content import StoredContent
+    from trawl.loop.context import CrawlContext
+    from trawl.loop.sitemaps import Sitemaps
     from trawl.model import Lease
-    from trawl.page_work import FoundLink
+    from trawl.parse.page_work import FoundLink
     from trawl.politeness.site_clock import ClockPolicy
     from trawl.politeness.site_state import SiteState
-    from trawl.sitemap_outcomes import Sitemaps
-    from trawl.stored_content import StoredContent
 
 
 class PageOutcomes:

@@ -1,7 +1,7 @@
 """The CPU-heavy part of handling one fetched page, as one pure function.
 
 `process_page` hashes, WARC-encodes (gzip) and parses a body and normalises its links. It
-runs in a worker process (see crawl.py) so the event loop that holds thousands of
+runs in a worker process (see loop/crawler.py) so the event loop that holds thousands of
 connections never stalls on it; everything it takes and returns is picklable.
 """
 

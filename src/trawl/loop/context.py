@@ -14,15 +14,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trawl.cpu_batches import BatchedWorkers
 from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState, TrapCounters, check_url
 from trawl.histogram import Histogram
+from trawl.loop.cpu_batches import BatchedWorkers
+from trawl.loop.recent_activity import RecentSites
 from trawl.model import CrawlUrl, Line, PageRecord, UrlKind
-from trawl.page_work import PageInput, PageOutput, process_pages
+from trawl.parse.page_work import PageInput, PageOutput, process_pages
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
-from trawl.recent_activity import RecentSites
 from trawl.recrawl.schedule import RecrawlPolicy, refresh_priority
 
 if TYPE_CHECKING:
@@ -35,15 +35,15 @@ if TYPE_CHECKING:
     from trawl.config import Settings
     from trawl.fetch.fetcher import Fetcher
     from trawl.frontier.frontier import Frontier
+    from trawl.frontier.link_scores import LinkScores
     from trawl.frontier.traps import TrapPolicy
-    from trawl.link_scores import LinkScores
+    from trawl.loop.workers import WorkerPool
     from trawl.politeness.ip_gate import IpGate
     from trawl.politeness.site_limits import SiteLimits
     from trawl.seen.ports import SeenUrls
     from trawl.store.fingerprints_sqlite import SqliteFingerprints
     from trawl.store.ports import Records, WarcSink
     from trawl.urls.normalise import NormaliseRules
-    from trawl.worker_pool import WorkerPool
 
 AGENT_TOKEN = "trawl"
 HOST_WRITE_INTERVAL_S = 5.0

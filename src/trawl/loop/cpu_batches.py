@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from trawl.worker_pool import WorkerPool
+    from trawl.loop.workers import WorkerPool
 
 In = TypeVar("In")
 Out = TypeVar("Out")

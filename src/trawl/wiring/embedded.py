@@ -1,42 +1,34 @@
-"""The only module that reads Settings and picks adapters (STYLE §3).
-
-Data directory layout (embedded mode):
-    trawl.db      SQLite (WAL): pages, hosts, events outbox, frontier queue, must-crawl set
-    warc/         WARC/1.1 files, one gzip member per record
-    seen.bloom    seen-set checkpoint
-    LOCK          held while a crawl runs, so two crawls never share a directory
-"""
+"""An embedded crawl on one machine's data directory (store.layout): Settings read, adapters
+picked (STYLE §3)."""
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import functools
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from trawl import __version__
 from trawl.clock import Clock, SystemClock
-from trawl.crawl_context import CrawlContext
-from trawl.data_dir import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR
-from trawl.errors import ConfigError, DataError, InvalidUrl
+from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.frontier import Frontier
+from trawl.frontier.link_scores import LinkScores
 from trawl.frontier.traps import TrapPolicy
-from trawl.link_scores import LinkScores
-from trawl.page_work import init_worker
+from trawl.loop.context import CrawlContext
+from trawl.loop.workers import WorkerPool, start_process_pool
+from trawl.parse.page_work import init_worker
 from trawl.politeness.ip_gate import IpGate
 from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
+from trawl.store.layout import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR, recover_warc_tails
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.store.warc import WarcWriter, ensure_index, recover_tail
-from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
-from trawl.urls.registered_domain import site_of
-from trawl.worker_pool import WorkerPool, start_process_pool
+from trawl.store.warc import WarcWriter
+from trawl.urls.normalise import NormaliseRules
 
 if TYPE_CHECKING:
     import sqlite3
@@ -85,41 +77,6 @@ def trap_policy(settings: Settings) -> TrapPolicy:
         return TrapPolicy(**dataclasses.asdict(settings.traps))
     except ValueError as exc:
         raise ConfigError(f"[traps]: {exc}") from None
-
-
-def lock_data_dir(data_dir: Path) -> IO[str]:
-    """Hold the directory's lock for the life of the returned file."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fh = (data_dir / "LOCK").open("a+")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise DataError(f"{data_dir}: another trawl process is using this directory") from None
-    return fh
-
-
-def recover_warc_tails(warc_dir: Path) -> int:
-    """Cut torn tails off WARC files left by a crash, and index files left without their
-    CDXJ index; returns bytes cut.
-
-    Each run writes files named `<prefix>-<stamp>-<seq>-<run token>.warc.gz` and closes
-    (fsyncs) a file before rotating away from it, so only a run's last file can be torn,
-    and only it can lack its index (written when the writer leaves a file).
-    """
-    if not warc_dir.exists():
-        return 0
-    last_of_run: dict[str, Path] = {}
-    for path in sorted(warc_dir.glob("*.warc.gz")):
-        parts = path.name.removesuffix(".warc.gz").split("-")
-        run, seq = "-".join(parts[3:]), parts[2] if len(parts) > 3 else ""
-        best = last_of_run.get(run)
-        if best is None or seq >= best.name.split("-")[2]:
-            last_of_run[run] = path
-    cut = sum(recover_tail(path) for path in last_of_run.values())
-    for path in last_of_run.values():
-        ensure_index(path)
-    return cut
 
 
 def build_context(
@@ -204,52 +161,3 @@ def build_context(
         scores=LinkScores(data_dir / INLINKS_NAME),
         resumed=resumed,
     )
-
-
-def read_seeds(urls: list[str], seeds_file: Path | None) -> list[tuple[str, str]]:
-    """Seeds as (raw, where) pairs: command-line URLs and lines of the seeds file."""
-    seeds = [(u, f"seed argument {u!r}") for u in urls]
-    if seeds_file is not None:
-        try:
-            text = seeds_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{seeds_file}: cannot read seeds file ({exc})") from None
-        for n, line in enumerate(text.splitlines(), 1):
-            line = line.strip()
-            if line and not line.startswith("#"):
-                seeds.append((line, f"{seeds_file}:{n}"))
-    return seeds
-
-
-def normalise_seeds(
-    seeds: list[tuple[str, str]], rules: NormaliseRules
-) -> list[tuple[str, str, str]]:
-    """(url, urlHash, site) for each seed; a bad seed is a ConfigError naming where it was."""
-    out = []
-    for raw, where in seeds:
-        try:
-            url = normalise_url(raw, None, rules)
-            site = site_of(url)
-        except (InvalidUrl, ValueError) as exc:
-            raise ConfigError(f"{where}: {raw!r} is not a crawlable http(s) URL ({exc})") from None
-        out.append((url, url_hash(url), site))
-    return out
-
-
-def queue_all_due(ctx: CrawlContext) -> int:
-    """Queue every page already due when a crawl starts (a continuous crawl then keeps
-    queueing them as they come due; a one-shot crawl refreshes only these)."""
-    total = 0
-    while n := ctx.queue_due_pages():
-        total += n
-        if n < ctx.settings.recrawl.due_batch:
-            break
-    ctx.commit()
-    return total
-
-
-def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
-    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = sum(ctx.add_seed(url, h, site) for url, h, site in seeds)
-    ctx.commit()
-    return added

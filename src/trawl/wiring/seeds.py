@@ -1,0 +1,64 @@
+"""Seeds: read from the command line and a seeds file, normalised, and queued; and the
+pages already due when a crawl starts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trawl.errors import ConfigError, InvalidUrl
+from trawl.urls.normalise import NormaliseRules, normalise_url, url_hash
+from trawl.urls.registered_domain import site_of
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from trawl.loop.context import CrawlContext
+
+
+def read_seeds(urls: list[str], seeds_file: Path | None) -> list[tuple[str, str]]:
+    """Seeds as (raw, where) pairs: command-line URLs and lines of the seeds file."""
+    seeds = [(u, f"seed argument {u!r}") for u in urls]
+    if seeds_file is not None:
+        try:
+            text = seeds_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{seeds_file}: cannot read seeds file ({exc})") from None
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                seeds.append((line, f"{seeds_file}:{n}"))
+    return seeds
+
+
+def normalise_seeds(
+    seeds: list[tuple[str, str]], rules: NormaliseRules
+) -> list[tuple[str, str, str]]:
+    """(url, urlHash, site) for each seed; a bad seed is a ConfigError naming where it was."""
+    out = []
+    for raw, where in seeds:
+        try:
+            url = normalise_url(raw, None, rules)
+            site = site_of(url)
+        except (InvalidUrl, ValueError) as exc:
+            raise ConfigError(f"{where}: {raw!r} is not a crawlable http(s) URL ({exc})") from None
+        out.append((url, url_hash(url), site))
+    return out
+
+
+def queue_all_due(ctx: CrawlContext) -> int:
+    """Queue every page already due when a crawl starts (a continuous crawl then keeps
+    queueing them as they come due; a one-shot crawl refreshes only these)."""
+    total = 0
+    while n := ctx.queue_due_pages():
+        total += n
+        if n < ctx.settings.recrawl.due_batch:
+            break
+    ctx.commit()
+    return total
+
+
+def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
+    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
+    added = sum(ctx.add_seed(url, h, site) for url, h, site in seeds)
+    ctx.commit()
+    return added
