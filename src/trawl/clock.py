@@ -13,6 +13,10 @@ class Clock(Protocol):
 
     async def sleep_until(self, at: float) -> None: ...
 
+    async def wait_for(self, event: asyncio.Event, timeout_s: float) -> bool:
+        """Until `event` is set (True) or `timeout_s` has passed on this clock (False)."""
+        ...
+
 
 class SystemClock:
     def now(self) -> float:
@@ -23,3 +27,11 @@ class SystemClock:
         (uvloop rounds to ms), and the site clock refuses a start even 0.1 ms early."""
         while (delay := at - time.time()) > 0:  # noqa: ASYNC110 - a deadline, no event
             await asyncio.sleep(delay)
+
+    async def wait_for(self, event: asyncio.Event, timeout_s: float) -> bool:
+        try:
+            async with asyncio.timeout(max(0.0, timeout_s)):
+                await event.wait()
+        except TimeoutError:
+            return False
+        return True

@@ -6,21 +6,12 @@ Both are None in embedded mode (`CrawlContext.gate`, `CrawlContext.router`); the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from trawl.model import CrawlUrl
+from typing import Protocol
 
 
 class PartitionGate(Protocol):
     def may_fetch(self, site: str) -> bool:
         """True while this machine holds, and has loaded, the lease of the site's partition."""
-
-
-class LinkRouter(Protocol):
-    def route(self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "") -> None:
-        """Send a discovered URL to its partition's owner (no I/O: buffered until the next
-        commit, which sends the buffers before the records that found the URLs)."""
 
 
 class SharedIpGate(Protocol):

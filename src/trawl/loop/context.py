@@ -31,11 +31,12 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from trawl.clock import Clock
-    from trawl.cluster.ports import LinkRouter, PartitionGate, SharedIpGate
+    from trawl.cluster.ports import PartitionGate, SharedIpGate
     from trawl.config import Settings
     from trawl.fetch.fetcher import Fetcher
     from trawl.frontier.frontier import Frontier
     from trawl.frontier.link_scores import LinkScores
+    from trawl.frontier.ports import LinkRouter
     from trawl.frontier.traps import TrapPolicy
     from trawl.loop.workers import WorkerPool
     from trawl.politeness.ip_gate import IpGate
@@ -498,11 +499,7 @@ class CrawlContext:
     async def commit_loop(self) -> None:
         s = self.settings.crawl
         while not self.stopping:
-            try:
-                async with asyncio.timeout(s.commit_interval_s):
-                    await self._stop_event.wait()
-            except TimeoutError:
-                pass
+            await self.clock.wait_for(self._stop_event, s.commit_interval_s)
             if s.continuous:
                 self.queue_due_pages()
             self.commit()

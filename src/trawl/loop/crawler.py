@@ -79,8 +79,4 @@ class Crawler:
         ready_at = ctx.frontier.next_ready_at()
         delay = 0.5 if ready_at is None else max(0.0, min(0.5, ready_at - ctx.clock.now()))
         self._wakeup.clear()
-        try:
-            async with asyncio.timeout(delay):
-                await self._wakeup.wait()
-        except TimeoutError:
-            pass
+        await ctx.clock.wait_for(self._wakeup, delay)

@@ -87,29 +87,15 @@ def build_context(
     records: Callable[[sqlite3.Connection], Records] | None = None,
     warc: WarcSink | None = None,
     seen: SeenUrls | None = None,
+    fetcher: Fetcher | None = None,
+    cpu_pool: WorkerPool | None = None,
 ) -> CrawlContext:
     """The crawl's context on `data_dir`; a cluster node passes its shared stores (records,
-    built on the local connection; WARC sink; seen set) in place of the embedded ones."""
+    built on the local connection; WARC sink; seen set) in place of the embedded ones, and a
+    loop test its fetcher and page workers."""
     clock = clock or SystemClock()
-    ua = user_agent(settings)
     rules = normalise_rules(settings)
-    net = settings.network
-    host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
-    resolver = CachingResolver(
-        host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
-    )
-    f = settings.fetch
-    fetcher = Fetcher(
-        user_agent=ua,
-        resolver=resolver,
-        allow_private=net.allow_private,
-        allow_networks=parse_networks(net.allow_networks, "network.allow_networks"),
-        total_timeout_s=f.total_timeout_s,
-        max_body_bytes=f.max_body_bytes,
-        max_decoded_bytes=f.max_decoded_bytes,
-        stored_types=f.stored_types,
-        max_connections=f.max_connections,
-    )
+    fetcher = fetcher or _fetcher(settings)
     if warc is None:
         recover_warc_tails(data_dir / WARC_DIR)
     resumed = (data_dir / DB_NAME).exists()
@@ -137,7 +123,9 @@ def build_context(
             software=f"trawl/{__version__}",
         )
     workers = max(1, min(2, os.cpu_count() or 1))
-    pool = WorkerPool(functools.partial(start_process_pool, workers, init_worker, (rules,)))
+    pool = cpu_pool or WorkerPool(
+        functools.partial(start_process_pool, workers, init_worker, (rules,))
+    )
     p = settings.politeness
     return CrawlContext(
         settings=settings,
@@ -160,4 +148,24 @@ def build_context(
         fingerprints=SqliteFingerprints(conn),
         scores=LinkScores(data_dir / INLINKS_NAME),
         resumed=resumed,
+    )
+
+
+def _fetcher(settings: Settings) -> Fetcher:
+    net = settings.network
+    host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
+    resolver = CachingResolver(
+        host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
+    )
+    f = settings.fetch
+    return Fetcher(
+        user_agent=user_agent(settings),
+        resolver=resolver,
+        allow_private=net.allow_private,
+        allow_networks=parse_networks(net.allow_networks, "network.allow_networks"),
+        total_timeout_s=f.total_timeout_s,
+        max_body_bytes=f.max_body_bytes,
+        max_decoded_bytes=f.max_decoded_bytes,
+        stored_types=f.stored_types,
+        max_connections=f.max_connections,
     )
