@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
     from trawl.config import Settings
-    from trawl.loop.context import CrawlContext, CrawlStats
+    from trawl.loop.context import CrawlContext
+    from trawl.loop.stats import CrawlStats
 
 
 T = TypeVar("T")
@@ -134,14 +135,14 @@ async def run_crawl(
         try:
             add_seeds(ctx, valid_seeds)
             queue_all_due(ctx)
-            with stop_on_signals(ctx.request_stop):
+            with stop_on_signals(ctx.run.request_stop):
                 progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
                 api = asyncio.create_task(serve(ctx)) if serve is not None else None
                 started = time.monotonic()
                 try:
                     await Crawler(ctx).run()
                 finally:
-                    ctx.request_stop()
+                    ctx.run.request_stop()
                     progress.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await progress
@@ -150,7 +151,7 @@ async def run_crawl(
                     if is_tty:
                         out.write("\n")
         finally:
-            await ctx.close()  # idempotent
+            await ctx.durability.close()  # idempotent
         sched = ctx.frontier.stats()
         return CrawlSummary(
             ctx.stats,

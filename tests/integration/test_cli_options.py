@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.cli import CrawlSummary, main, print_summary
-from trawl.loop.context import CrawlStats
+from trawl.loop.stats import CrawlStats
 from trawl.politeness.site_state import SiteState
 from trawl.readback import HOST_RECORD_FIELDS
 from trawl.store.layout import DB_NAME

@@ -62,29 +62,29 @@ def test_a_slow_outcome_does_not_free_the_next_turns_site(tmp_path: Path) -> Non
             for n in range(3):
                 item = CrawlUrl(f"http://{SITE}/q{n}", f"{n + 100:032x}", SITE, 0, Line.FAST, 0)
                 ctx.frontier.enqueue(item)
-            ctx.site_state(SITE).clock.next_allowed_at = 0.0
+            ctx.sites.state(SITE).clock.next_allowed_at = 0.0
             crawler = Crawler(ctx)
             stages = Stages()
             crawler.requests = stages  # type: ignore[assignment]
             crawler.outcomes = stages  # type: ignore[assignment]
 
-            first = asyncio.create_task(crawler._site_turn(*ctx.take_site()))  # type: ignore[misc]
+            first = asyncio.create_task(crawler._site_turn(*ctx.run.take_site()))  # type: ignore[misc]
             while not stages.outcome_may_end:  # noqa: ASYNC110 - turn 1 fetched and stores
                 await asyncio.sleep(0)
-            ctx.site_state(SITE).clock.next_allowed_at = 0.0  # its gap has passed
-            second = asyncio.create_task(crawler._site_turn(*ctx.take_site()))  # type: ignore[misc]
+            ctx.sites.state(SITE).clock.next_allowed_at = 0.0  # its gap has passed
+            second = asyncio.create_task(crawler._site_turn(*ctx.run.take_site()))  # type: ignore[misc]
             while not stages.fetching:  # noqa: ASYNC110 - turn 2 is fetching
                 await asyncio.sleep(0)
             stages.outcome_may_end[0].set()
             await first  # turn 1 ends while turn 2 is still fetching
-            assert ctx.take_site() is None, "the site was handed out during turn 2's request"
+            assert ctx.run.take_site() is None, "the site was handed out during turn 2's request"
             stages.fetch_may_end.set()
             while len(stages.outcome_may_end) < 2:  # noqa: ASYNC110
                 await asyncio.sleep(0)
             stages.outcome_may_end[1].set()
             await second
         finally:
-            await ctx.close()
+            await ctx.durability.close()
 
     async def bounded() -> None:
         async with asyncio.timeout(20):  # a wait that never ends is a failure, not a hang

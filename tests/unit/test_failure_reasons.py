@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trawl.fetch.failure_reasons import REASONS, failures_line, nothing_fetched_line
-from trawl.loop.context import CrawlStats
+from trawl.loop.stats import CrawlStats
 
 
 def test_failures_line_lists_kinds_most_frequent_first() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trawl.loop.outcomes import RETRIABLE_ERRORS
+from trawl.frontier.retries import RETRIABLE_ERRORS
 from trawl.politeness.origin_health import OriginHealth
 from trawl.politeness.site_clock import (
     DETERMINISTIC_ERRORS,

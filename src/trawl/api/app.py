@@ -86,8 +86,8 @@ def limits_answer(ctx: CrawlContext, state: SiteState) -> dict[str, Any]:
         "host": state.site,
         "override": state.limits.to_json() if state.limits else None,
         "inForce": {
-            "crawlDelay": state.clock.gap_s(ctx.clock_policy),
-            "maxPagesPerDay": state.daily_cap(ctx.trap_policy),
+            "crawlDelay": state.clock.gap_s(ctx.policy.clock),
+            "maxPagesPerDay": state.daily_cap(ctx.policy.traps),
             "paused": state.paused,
             "nextAllowedAt": state.clock.next_allowed_at,
         },
@@ -165,8 +165,8 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
     ctx = view.ctx
 
     def host_record(site: str) -> dict[str, Any] | None:  # on the crawl loop
-        state = ctx.sites.get(site)
-        record = state.to_host_record(ctx.owner) if state else ctx.records.get_host(site)
+        state = ctx.sites.loaded(site)
+        record = state.to_host_record(ctx.placement.owner) if state else ctx.records.get_host(site)
         return None if record is None else {**record, "queueLength": ctx.frontier.queued_for(site)}
 
     @app.get("/v1/hosts/{host}", summary="Politeness state of a site (host or domain)")
@@ -192,7 +192,7 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
         try:
             limits = checked_limits(
                 *fields[:2], bool(request.paused),
-                now=ctx.clock.now(), min_delay_s=ctx.clock_policy.min_delay_s,
+                now=ctx.clock.now(), min_delay_s=ctx.policy.clock.min_delay_s,
             )  # fmt: skip
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
@@ -218,7 +218,7 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
             raise HTTPException(
                 504, f"sent to {site}'s owner, not applied within {LIMITS_WAIT_S:g} s yet"
             )
-        return limits_answer(ctx, SiteState.from_host_record(record, ctx.trap_policy))
+        return limits_answer(ctx, SiteState.from_host_record(record, ctx.policy.traps))
 
 
 def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:
@@ -256,7 +256,7 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
 
     def add_and_commit(request: SeedRequest) -> SeedResponse:  # on the crawl loop
         added = add_api_seeds(ctx, request.urls, request.priority)
-        ctx.commit()
+        ctx.durability.commit()
         return SeedResponse(
             queued=added.queued,
             known=added.known,
@@ -293,7 +293,7 @@ def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSee
         except (InvalidUrl, ValueError) as exc:
             rejected.append((raw, f"not a crawlable URL: {exc}"))
             continue
-        state = ctx.sites.get(site)
+        state = ctx.sites.loaded(site)
         rules = state.robots.get(origin_of(url)) if state is not None else None
         fresh = rules is not None and rules.is_fresh(ctx.clock.now())
         if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
@@ -301,7 +301,7 @@ def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSee
             continue
         hashed = url_hash(url)
         crawled = ctx.records.get_page(hashed) is not None
-        if not crawled and ctx.add_seed(url, hashed, site, low_priority=priority == "low"):
+        if not crawled and ctx.intake.add_seed(url, hashed, site, low_priority=priority == "low"):
             queued += 1
         else:
             known += 1

@@ -74,7 +74,7 @@ def site_counts(ctx: CrawlContext) -> dict[str, int]:
     now = ctx.clock.now()
     sched = ctx.frontier.stats()
     backing_off = parked = paused = 0
-    for state in ctx.sites.values():
+    for state in ctx.sites.states():
         clock = state.clock
         if state.paused:
             paused += 1
@@ -101,7 +101,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         "pagesFetched": st.pages_fetched,
         "pagesStored": st.pages_stored,
         "pagesPerSecondNow": history.pages_per_second(RATE_WINDOW_S),
-        "pagesPerSecondOverall": st.pages_fetched / max(now - ctx.started_at, 1e-9),
+        "pagesPerSecondOverall": st.pages_fetched / max(now - ctx.run.started_at, 1e-9),
         "frontier": {
             "fast": sched.queued_fast,
             "slow": sched.queued_slow,

@@ -64,14 +64,14 @@ def _add_data_routes(router: APIRouter, view: CrawlView) -> None:
     ) -> list[dict[str, Any]]:
         rank = busiest if sort == "busy" else most_troubled
         return await view.on_crawl(
-            lambda: rank(ctx.sites.values(), ctx.clock.now(), ctx.frontier.queued_for, limit)
+            lambda: rank(ctx.sites.states(), ctx.clock.now(), ctx.frontier.queued_for, limit)
         )
 
     @router.get("/v1/errors", summary="The latest page errors across sites, newest first")
     async def get_errors(
         limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     ) -> list[dict[str, Any]]:
-        return await view.on_crawl(lambda: recent_errors(ctx.sites.values(), limit))
+        return await view.on_crawl(lambda: recent_errors(ctx.sites.states(), limit))
 
 
 def _add_page_routes(router: APIRouter) -> None:

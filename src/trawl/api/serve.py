@@ -99,7 +99,7 @@ async def serve_api(
     server = _Server(config)
     ended = _run_in_thread(server, sock, view)
     publisher = asyncio.create_task(view.publish_every())
-    stopped = asyncio.create_task(ctx.wait_stopped())
+    stopped = asyncio.create_task(ctx.run.wait_stopped())
     try:
         await asyncio.wait({ended, stopped}, return_when=asyncio.FIRST_COMPLETED)
     finally:

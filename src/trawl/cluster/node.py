@@ -102,10 +102,6 @@ class ClusterNode:
             ("acquired", "handed_over", "checkpoints", "consumed", "new", "restored", "skipped"),
             0,
         )
-        ctx.gate = self
-        ctx.publish = records.publish
-        ctx.restarted_at = self._restarted_at
-        ctx.resumed = True  # a site may have been fetched by another machine just now
 
     def __repr__(self) -> str:
         return f"<ClusterNode loaded={len(self._positions)} {self.records!r}>"
@@ -134,8 +130,10 @@ class ClusterNode:
         """Partitions loaded here and fetchable now."""
         return {p for p in self._positions if self.shell is not None and self.shell.may_fetch(p)}
 
-    def _restarted_at(self, site: str) -> float:
-        return max(self.ctx.started_at, self._acquired_at.get(self.partition(site), 0.0))
+    def restarted_at(self, site: str) -> float:
+        """A site may have been fetched by another machine just before we took its
+        partition over (or before our start)."""
+        return max(self.ctx.run.started_at, self._acquired_at.get(self.partition(site), 0.0))
 
     # -- taking a partition over ----------------------------------------------------------
     async def on_acquired(self, partition: int, token: int) -> None:
@@ -186,7 +184,7 @@ class ClusterNode:
             )  # fmt: skip
             ctx.frontier.enqueue(item, attempts=row.attempts)
             self._counts["restored"] += 1
-        ctx.commit()
+        ctx.durability.commit()
 
     # -- handing a partition over ---------------------------------------------------------
     async def on_handover(self, partition: int, token: int | None) -> None:
@@ -203,12 +201,12 @@ class ClusterNode:
         """Until no turn of the partition's sites runs (the gate stops new ones); bounded
         by the fetch timeout plus the time a page's outcome may take."""
         ctx = self.ctx
-        deadline = time.monotonic() + ctx.settings.fetch.total_timeout_s + 30.0
+        deadline = time.monotonic() + ctx.policy.fetch_timeout_s + 30.0
         while time.monotonic() < deadline and self._has_turns(partition):  # noqa: ASYNC110
             await asyncio.sleep(0.05)  # turns end in many places; polling is simplest
 
     def _has_turns(self, partition: int) -> bool:
-        return any(self.partition(site) == partition for site in self.ctx.in_turn)
+        return any(self.partition(site) == partition for site in self.ctx.run.working)
 
     def _sites_of(self, partition: int) -> list[str]:
         return self._sites_by_partition().get(partition, [])
@@ -225,13 +223,12 @@ class ClusterNode:
         ctx = self.ctx
         sites = self._sites_of(partition)
         ctx.frontier.drop_sites(sites)
-        for site in sites:
-            ctx.sites.pop(site, None)
-            ctx.blocked_sites.discard(site)
+        ctx.sites.forget(sites)
+        ctx.run.blocked.difference_update(sites)
         self.seen.drop(partition)
         self._positions.pop(partition, None)
         self._changed.discard(partition)
-        ctx.commit()
+        ctx.durability.commit()
 
     # -- checkpoints ------------------------------------------------------------------------
     async def checkpoint(self, partition: int, token: int) -> None:
@@ -246,8 +243,8 @@ class ClusterNode:
         positions = {p: self._positions[p] for p in tokens if p in self._positions}
         for partition in positions:
             for site in sites.get(partition, ()):
-                ctx.write_host(site)
-        ctx.commit()
+                ctx.sites.write(site)
+        ctx.durability.commit()
         await self.records.publish()  # host records and pages before the checkpoints
         uploads = [
             self._write_checkpoint(p, tokens[p], position, sites.get(p, []))
@@ -286,7 +283,7 @@ class ClusterNode:
     async def checkpoint_loop(self) -> None:
         """Checkpoint each changed partition every `checkpoint_interval_s`, at most
         CHECKPOINT_BATCH per second so a burst of due partitions does not stall the crawl."""
-        while not self.ctx.stopping:
+        while not self.ctx.run.stopping:
             await asyncio.sleep(min(1.0, self.checkpoint_interval_s))
             now = time.time()
             due: dict[int, int] = {}
@@ -311,7 +308,7 @@ class ClusterNode:
     # -- the link streams -----------------------------------------------------------------
     async def consume(self) -> None:
         """Queue what the loaded partitions' streams bring, until the crawl stops."""
-        while not self.ctx.stopping:
+        while not self.ctx.run.stopping:
             try:
                 got = await self.consume_once()
             except CoordinatorUnavailable as exc:
@@ -320,7 +317,7 @@ class ClusterNode:
             if not got:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(IDLE_READ_S):
-                        await self.ctx.wait_stopped()
+                        await self.ctx.run.wait_stopped()
 
     async def consume_once(self) -> int:
         """One read of every loaded partition's stream; returns the links read."""
@@ -355,7 +352,7 @@ class ClusterNode:
             return
         try:
             override = control.get("override")
-            floor = delay_floor_s(self.ctx.clock_policy.min_delay_s)  # as the API checks it
+            floor = delay_floor_s(self.ctx.policy.clock.min_delay_s)  # as the API checks it
             limits = None if override is None else SiteLimits.from_json(override, floor)
         except DataError as exc:
             log.warning("link stream entry %s: %s; skipped", entry_id, exc)
@@ -365,19 +362,12 @@ class ClusterNode:
     def _accept(self, partition: int, link: RoutedLink) -> None:
         ctx = self.ctx
         if link.referrer and link.referrer != link.site:
-            ctx.note_referrer(link.site, link.referrer)
+            ctx.sites.note_referrer(link.site, link.referrer)
         if not self.seen.claim(partition, link.url_hash, must_crawl=link.must_crawl):
             return
-        now = ctx.clock.now()
-        if link.must_crawl:
-            score, parts, line = ctx.scores.seed(link.url, ctx.site_referrers(link.site))
-            item = CrawlUrl(link.url, link.url_hash, link.site, 0, line, now, score=score,
-                            score_parts=parts)  # fmt: skip
-        else:
-            item = CrawlUrl(
-                link.url, link.url_hash, link.site, link.depth, Line(link.line), now,
-                UrlKind(link.kind), link.score, link.parts, link.redirects,
-            )  # fmt: skip
-        if ctx.queue_new(item, must_crawl=link.must_crawl):
-            ctx.stats.links_new += 1
+        item = CrawlUrl(
+            link.url, link.url_hash, link.site, link.depth, Line(link.line), ctx.clock.now(),
+            UrlKind(link.kind), link.score, link.parts, link.redirects,
+        )  # fmt: skip
+        if ctx.intake.add_routed(item, must_crawl=link.must_crawl):
             self._counts["new"] += 1

@@ -39,15 +39,15 @@ from trawl.loop.progress import report_progress
 from trawl.loop.stop_signals import stop_on_signals
 from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_s3 import S3BlobStore
-from trawl.store.layout import lock_data_dir
+from trawl.store.layout import DB_NAME, lock_data_dir
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
+from trawl.store.sqlite_db import open_database
 from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
 from trawl.wiring.embedded import IP_GAP_MARGIN_S, build_context
 from trawl.wiring.seeds import add_seeds
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Coroutine
     from pathlib import Path
 
@@ -96,6 +96,45 @@ class SharedIpSlots:
     async def release(self, ip: str) -> None:
         with contextlib.suppress(CoordinatorUnavailable):
             await self._gate.release(ip)
+
+
+class _InterimPlacement:
+    """The node's `Placement` until cluster/placement.py's lands: the node answers for
+    the partitions (it is built after the loop's parts, hence `node` set afterwards)."""
+
+    def __init__(
+        self, owner: str, router: LinkBuffers, records: ClusterRecords, ip_slots: SharedIpSlots
+    ) -> None:
+        self._owner = owner
+        self._router = router
+        self._records = records
+        self._ip_slots = ip_slots
+        self._started_at = time.time()
+        self.node: ClusterNode | None = None
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    @property
+    def router(self) -> LinkBuffers:
+        return self._router
+
+    def may_fetch(self, site: str) -> bool:
+        return self.node is not None and self.node.may_fetch(site)
+
+    async def take_ip_slot(self, ip: str) -> bool:
+        return await self._ip_slots.acquire(ip)
+
+    async def give_ip_slot(self, ip: str) -> None:
+        await self._ip_slots.release(ip)
+
+    async def publish(self) -> None:
+        await self._records.publish()
+
+    def restarted_at(self, site: str) -> float:
+        # A site may have been fetched by another machine just now.
+        return self._started_at if self.node is None else self.node.restarted_at(site)
 
 
 def _empty_cache(work_dir: Path) -> None:
@@ -165,33 +204,35 @@ async def _run(
         fp_rate=settings.seen.false_positive_rate,
         partitions=n,
     )
-    holder: dict[str, ClusterRecords] = {}
     node_ref: list[ClusterNode] = []
-
-    def make_records(local: sqlite3.Connection) -> ClusterRecords:
-        holder["records"] = ClusterRecords(
-            pg, local=local, warc=warc, buffers=buffers, links=links,
-            owned=lambda: node_ref[0].owned() if node_ref else set(),
-        )  # fmt: skip
-        return holder["records"]
-
-    ctx = build_context(settings, work_dir, records=make_records, warc=warc, seen=seen)
-    ctx.owner = node_id
-    ctx.router = buffers
-    p = settings.politeness
-    ctx.shared_ip_gate = SharedIpSlots(
-        RedisIpGate(
-            client, keys, node_id,
-            max_in_flight=p.per_ip_max_in_flight,
-            min_gap_s=p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
-            hold_ttl_s=settings.fetch.total_timeout_s + IP_HOLD_TTL_S_EXTRA,
-        )
+    local = open_database(work_dir / DB_NAME)
+    records = ClusterRecords(
+        pg, local=local, warc=warc, buffers=buffers, links=links,
+        owned=lambda: node_ref[0].owned() if node_ref else set(),
     )  # fmt: skip
+    p = settings.politeness
+    placement = _InterimPlacement(
+        node_id,
+        buffers,
+        records,
+        SharedIpSlots(
+            RedisIpGate(
+                client, keys, node_id,
+                max_in_flight=p.per_ip_max_in_flight,
+                min_gap_s=p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
+                hold_ttl_s=settings.fetch.total_timeout_s + IP_HOLD_TTL_S_EXTRA,
+            )
+        ),
+    )  # fmt: skip
+    ctx = build_context(
+        settings, work_dir, conn=local, records=records, warc=warc, seen=seen, placement=placement
+    )
     node = ClusterNode(
-        ctx=ctx, records=holder["records"], links=links, blobs=blobs, seen=seen,
+        ctx=ctx, records=records, links=links, blobs=blobs, seen=seen,
         partitions=n, checkpoint_interval_s=settings.node.checkpoint_interval_s,
     )  # fmt: skip
     node_ref.append(node)
+    placement.node = node
     shell = OwnershipShell(
         member_id=node_id,
         partitions=n,
@@ -215,13 +256,13 @@ async def _run(
     status = StatusCache(cluster)
     serve = None
     if api is not None:
-        serve = _serving(serve_api(ctx, api[0], api[1], shared), status.run(ctx.wait_stopped))
+        serve = _serving(serve_api(ctx, api[0], api[1], shared), status.run(ctx.run.wait_stopped))
     try:
         return await _crawl(ctx, node, shell, out, serve)
     finally:
         with contextlib.suppress(DataError):
-            await ctx.close()
-            await holder["records"].publish()  # the final cut of close()'s checkpoint
+            await ctx.durability.close()
+            await records.publish()  # the final cut of close()'s checkpoint
         pg_conn.close()
         blobs.close()
 
@@ -241,7 +282,7 @@ async def _crawl(
     serve: Coroutine[Any, Any, None] | None,
 ) -> NodeSummary:
     started = time.monotonic()
-    with stop_on_signals(ctx.request_stop):
+    with stop_on_signals(ctx.run.request_stop):
         async with asyncio.TaskGroup() as tasks:
             ownership = tasks.create_task(shell.run())
             tasks.create_task(node.consume())

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 class StoredContent:
     def __init__(self, ctx: CrawlContext) -> None:
         self.ctx = ctx
-        self._level = warc_level(ctx.settings.storage.warc_compress_level)
+        self._level = warc_level(ctx.policy.store.warc_compress_level)
 
     def archive_answer(self, url: str, result: FetchResult) -> str:
         """Write an answer kept for replay only (robots.txt, a redirect, a final 4xx/5xx) and
@@ -73,7 +73,7 @@ class StoredContent:
         if original.url_hash != item.url_hash:
             record.duplicate_of = original.url
             ctx.stats.duplicates += 1
-            ctx.site_state(item.site).note_content(is_copy=True)
+            ctx.sites.state(item.site).note_content(is_copy=True)
             return page_event(record)
         if previous is not None and previous.content_hash == out.content_hash:
             record.near_duplicate_of = previous.near_duplicate_of  # unchanged: still a copy
@@ -142,13 +142,13 @@ class StoredContent:
     def _match_near_copy(self, item: CrawlUrl, record: PageRecord, out: PageOutput) -> None:
         """Name the main copy this page nearly duplicates, or index it as a main copy."""
         ctx = self.ctx
-        d = ctx.settings.dedup
+        d = ctx.policy.store
         if not out.simhash or out.text_tokens < d.near_min_tokens:
             return
         match = ctx.fingerprints.near_copy_of(
             out.simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
         )
-        state = ctx.site_state(item.site)
+        state = ctx.sites.state(item.site)
         if match is None:
             ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
             state.note_content(is_copy=False)

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 from trawl.loop.content import StoredContent
 from trawl.loop.outcomes import PageOutcomes
-from trawl.loop.requests import SiteRequests
+from trawl.loop.requests import NotSent, SiteRequests
 from trawl.loop.sitemaps import Sitemaps
+from trawl.model import Line
 
 if TYPE_CHECKING:
     from trawl.loop.context import CrawlContext
-    from trawl.model import Line
+    from trawl.model import CrawlUrl, PageRecord
 
 
 class Crawler:
@@ -28,51 +29,57 @@ class Crawler:
         content = StoredContent(ctx)
         self.requests = SiteRequests(ctx, sitemaps, content)
         self.outcomes = PageOutcomes(ctx, sitemaps, content)
-        self._turns = asyncio.Semaphore(ctx.settings.crawl.concurrency)
+        self._turns = asyncio.Semaphore(ctx.policy.concurrency)
         self._wakeup = asyncio.Event()
 
     async def run(self) -> None:
         """Crawl until max pages, max time, an empty frontier or `stop()`."""
-        ctx = self.ctx
+        run = self.ctx.run
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(ctx.commit_loop())
-            while not ctx.should_stop():
+            tasks.create_task(self.ctx.durability.commit_loop())
+            while not run.should_stop():
                 await self._turns.acquire()
-                turn = ctx.take_site()
+                turn = run.take_site()
                 if turn is None:
                     self._turns.release()
-                    if ctx.is_finished():
+                    if run.is_finished():
                         break
                     await self._wait_for_work()
                     continue
                 tasks.create_task(self._site_turn(*turn))
-            ctx.request_stop()
+            run.request_stop()
 
     async def _site_turn(self, site: str, line: Line) -> None:
         """1-2: choose the site's next request and make it; 3-7 run after release."""
-        ctx = self.ctx
-        ctx.in_flight += 1
-        ctx.in_turn[site] += 1
+        run = self.ctx.run
+        run.turns += 1
+        run.begin_work(site)
         released = False
         try:
             lease = await self.requests.take_turn(site, line)
             if lease is not None:
-                previous = ctx.previous_record(lease.item)
-                result = await self.requests.fetch_page(lease, previous)
-                ctx.release_site(site)
+                previous = self._previous_record(lease.item)
+                try:
+                    result = await self.requests.fetch_page(lease, previous)
+                except NotSent:
+                    self.ctx.frontier.put_back(lease)  # no attempt, no outcome
+                    return
+                run.release_site(site)
                 released = True
                 await self.outcomes.handle(lease, result, previous)
         finally:
             # Only this turn's own hold: once released, the site may already belong to the
             # next turn, which an outcome taking longer than the site's gap must not free.
             if not released:
-                ctx.release_site(site)
-            ctx.in_flight -= 1
-            ctx.in_turn[site] -= 1
-            if not ctx.in_turn[site]:
-                del ctx.in_turn[site]
+                run.release_site(site)
+            run.turns -= 1
+            run.end_work(site)
             self._turns.release()
             self._wakeup.set()
+
+    def _previous_record(self, item: CrawlUrl) -> PageRecord | None:
+        """The page's record before this fetch, for a refetch (conditional GET, history)."""
+        return self.ctx.records.get_page(item.url_hash) if item.line is Line.REFRESH else None
 
     async def _wait_for_work(self) -> None:
         ctx = self.ctx

@@ -15,18 +15,15 @@ from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
 from trawl.frontier.containment import ContainReason, PageVerdict
+from trawl.frontier.retries import retry_cause, retry_not_before
 from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
-from trawl.loop.requests import NOT_SENT
 from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.parse.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
 
-# Failures worth another try later; "protocol", "too_big", "decode" and "blocked_address"
-# would fail the same way again.
-RETRIABLE_ERRORS = frozenset({"timeout", "reset", "connect", "dns"})
 # The error of a redirect whose target would be one hop past fetch.max_redirects.
 TOO_MANY_REDIRECTS = "too_many_redirects"
 
@@ -35,8 +32,6 @@ if TYPE_CHECKING:
     from trawl.loop.context import CrawlContext
     from trawl.loop.sitemaps import Sitemaps
     from trawl.model import Lease
-    from trawl.parse.page_work import FoundLink
-    from trawl.politeness.site_clock import ClockPolicy
     from trawl.politeness.site_state import SiteState
 
 
@@ -50,9 +45,6 @@ class PageOutcomes:
         """`previous` is the page's record before this fetch (refetches only)."""
         ctx = self.ctx
         item = lease.item
-        if result.error_kind == NOT_SENT:
-            ctx.frontier.put_back(lease)  # never sent: no attempt, no outcome
-            return
         if self._should_retry(lease, result):
             return
         record = self._record(item, result, previous)
@@ -85,7 +77,7 @@ class PageOutcomes:
 
     def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
         ctx = self.ctx
-        state = ctx.site_state(item.site)
+        state = ctx.sites.state(item.site)
         similar = False
         if out.trap_fingerprint:
             if state.traps.note_page(out.trap_fingerprint):
@@ -102,37 +94,7 @@ class PageOutcomes:
             # a trap: it says nothing about the site's shape, so it gets no verdict.
             return
         url_rule_hits = ctx.traps.url_rule_hits()
-        if ctx.router is None:  # in cluster mode the referrer travels with the link
-            for link in out.links:
-                if link.site != item.site:
-                    ctx.note_referrer(link.site, item.site)
-        # Every link counts as an in-link; only new ones are scored (most links on a page
-        # are already known), and known ones are re-scored when their counts double.
-        scores = ctx.scores
-        counts = scores.count_page_links(item.site, out.links)
-        for link, (pages, sites) in zip(out.links, counts, strict=True):
-            if ctx.router is not None:
-                self._route_link(item, link, pages, sites)
-            elif ctx.claim(link.url_hash, must_crawl=False):
-                referrers = ctx.site_referrers(link.site)
-                score, parts, line = scores.score_new(link, pages, sites, item.score, referrers)
-                new = CrawlUrl(
-                    link.url,
-                    link.url_hash,
-                    link.site,
-                    item.depth + 1,
-                    line,
-                    ctx.clock.now(),
-                    UrlKind.PAGE,
-                    score,
-                    parts,
-                )
-                if ctx.queue_new(new, must_crawl=False):
-                    ctx.stats.links_new += 1
-            elif scores.worth_rescoring(link, item.site, pages, sites) and ctx.rescore(
-                link.url_hash
-            ):
-                ctx.stats.rescored += 1
+        ctx.intake.add_page_links(item, out.links)
         verdict = PageVerdict.SIMILAR if similar else PageVerdict.DISTINCT
         if verdict is PageVerdict.DISTINCT and ctx.traps.url_rule_hits() > url_rule_hits:
             verdict = PageVerdict.URL_PATTERNS
@@ -149,25 +111,11 @@ class PageOutcomes:
         reason = containment.note_page(verdict, item.depth, ctx.clock.now())
         if reason is not None:
             ctx.traps.count(_CONTAINED_COUNTER[reason])
-            ctx.mark_dirty(item.site)
+            ctx.sites.mark_changed(item.site)
         elif was_contained and not containment.is_contained:
             ctx.traps.count(TrapReason.CONTAINED_CLEARED)
-            ctx.blocked_sites.discard(item.site)
-            ctx.mark_dirty(item.site)
-
-    def _route_link(self, item: CrawlUrl, link: FoundLink, pages: int, sites: int) -> None:
-        """Cluster mode: score the link here (the in-link counts are here) and send it to its
-        partition's owner, which makes the seen check and queues it."""
-        ctx = self.ctx
-        assert ctx.router is not None
-        referrers = ctx.site_referrers(link.site)
-        score, parts, line = ctx.scores.score_new(link, pages, sites, item.score, referrers)
-        new = CrawlUrl(
-            link.url, link.url_hash, link.site, item.depth + 1, line, ctx.clock.now(),
-            UrlKind.PAGE, score, parts,
-        )  # fmt: skip
-        referrer = item.site if link.site != item.site else ""
-        ctx.router.route(new, must_crawl=False, referrer=referrer)
+            ctx.run.blocked.discard(item.site)
+            ctx.sites.mark_changed(item.site)
 
     def _not_modified(
         self, record: PageRecord, previous: PageRecord, result: FetchResult
@@ -190,7 +138,7 @@ class PageOutcomes:
     ) -> None:
         """changeRate and nextFetchAt from the visit history (recrawl.visits)."""
         ctx = self.ctx
-        r = ctx.settings.recrawl
+        r = ctx.policy.store
         visits = previous.visits if previous is not None else []
         previous_interval = None
         if previous is not None and changed is not None:
@@ -199,7 +147,7 @@ class PageOutcomes:
             if previous.next_fetch_at > previous.last_fetched_at:
                 previous_interval = previous.next_fetch_at - previous.last_fetched_at
             ctx.stats.count(ctx.stats.refetches, "changed" if changed else "unchanged")
-        state = ctx.site_state(item.site)
+        state = ctx.sites.state(item.site)
         plan = plan_refetch(
             visits,
             record.last_fetched_at,
@@ -208,7 +156,7 @@ class PageOutcomes:
                 copy_share=r.copy_heavy_share, factor=r.copy_heavy_factor
             ),
             previous_interval_s=previous_interval,
-            policy=ctx.recrawl_policy,
+            policy=ctx.policy.recrawl,
         )
         record.visits = plan.visits
         record.change_rate = plan.change_rate
@@ -217,31 +165,28 @@ class PageOutcomes:
     def _should_retry(self, lease: Lease, result: FetchResult) -> bool:
         """Outcome `retry`: a transient failure with attempts left goes back in line."""
         ctx = self.ctx
-        transient = result.status == 429 or 500 <= result.status < 600
-        if result.status == 0:
-            transient = result.error_kind in RETRIABLE_ERRORS
         attempts = ctx.frontier.attempts(lease) + 1
-        if not transient or attempts >= ctx.settings.fetch.max_attempts:
+        kind = retry_cause(result.status, result.error_kind, attempts, ctx.policy.max_attempts)
+        if kind is None:
             return False
-        kind = str(result.status) if result.status else str(result.error_kind)
         ctx.stats.count(ctx.stats.retries, kind)
-        state = ctx.site_state(lease.item.site)
+        state = ctx.sites.state(lease.item.site)
         state.note_error(result.started_at, lease.item.url, kind)
-        ctx.mark_dirty(lease.item.site)
-        ctx.frontier.retry(lease, retry_not_before(state, attempts, ctx.clock_policy))
+        ctx.sites.mark_changed(lease.item.site)
+        ctx.frontier.retry(lease, retry_not_before(state, attempts, ctx.policy.clock))
         return True
 
     def _record(
         self, item: CrawlUrl, result: FetchResult, previous: PageRecord | None
     ) -> PageRecord:
         ctx = self.ctx
-        state = ctx.site_state(item.site)
+        state = ctx.sites.state(item.site)
         if item.kind is UrlKind.SITEMAP:
             # Not a page: counted apart, like robots.txt, and not against the daily cap.
             ctx.stats.sitemap_fetches += 1
             label = f"error:{result.error_kind}" if result.error_kind else str(result.status)
             ctx.stats.count(ctx.stats.statuses, f"sitemap:{label}")
-            ctx.mark_dirty(item.site)
+            ctx.sites.mark_changed(item.site)
         else:
             self._count_page(state, item, result)
         record = PageRecord(
@@ -272,7 +217,7 @@ class PageOutcomes:
         else:
             ctx.stats.count(ctx.stats.statuses, str(result.status))
             state.count_page(result.started_at)
-        ctx.mark_dirty(item.site)
+        ctx.sites.mark_changed(item.site)
 
     def _page_input(self, result: FetchResult, known_content_hash: str) -> PageInput:
         assert result.body is not None
@@ -286,7 +231,7 @@ class PageOutcomes:
             x_robots_tag=tuple(v for k, v in result.headers if k.lower() == "x-robots-tag"),
             agent_token=self.ctx.agent_token,
             store_body=True,
-            warc_level=self.ctx.settings.storage.warc_compress_level,
+            warc_level=self.ctx.policy.store.warc_compress_level,
             known_content_hash=known_content_hash,
             request_head=result.request_head,
         )
@@ -309,29 +254,14 @@ class PageOutcomes:
             ctx.stats.count(ctx.stats.skipped, "bad_redirect")
             return
         record.redirect_to = target
-        limit = ctx.settings.fetch.max_redirects
+        limit = ctx.policy.max_redirects
         if item.redirects >= limit:
             record.error = f"{TOO_MANY_REDIRECTS}: {limit} hops followed, not {target}"
             ctx.stats.note_failure(TOO_MANY_REDIRECTS, f"{item.url}: {record.error}")
             ctx.stats.count(ctx.stats.statuses, f"error:{TOO_MANY_REDIRECTS}")
-            ctx.site_state(item.site).note_error(result.started_at, item.url, TOO_MANY_REDIRECTS)
+            ctx.sites.state(item.site).note_error(result.started_at, item.url, TOO_MANY_REDIRECTS)
             return
-        ctx.discover(
-            target,
-            url_hash(target),
-            site,
-            item.depth,
-            item.line,
-            must_crawl=False,
-            redirects=item.redirects + 1,
-        )
-
-
-def retry_not_before(state: SiteState, attempts: int, policy: ClockPolicy) -> float:
-    """When a URL sent back for its `attempts`-th retry competes with the site's other ready
-    URLs again: after the site's next turn, one normal gap more per attempt. Until then they
-    go first, so one failing URL cannot keep a healthy page of its site waiting (issue 13)."""
-    return state.clock.next_allowed_at + state.clock.gap_s(policy) * attempts
+        ctx.intake.add_redirect_target(item, target, url_hash(target), site)
 
 
 _CONTAINED_COUNTER = {

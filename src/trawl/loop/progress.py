@@ -37,7 +37,7 @@ async def report_progress(ctx: CrawlContext, out: TextIO, *, is_tty: bool) -> No
         await asyncio.sleep(interval)
         now = ctx.clock.now()
         rate = rates.add(now, ctx.stats.pages_fetched)
-        line = progress_line(ctx, now - ctx.started_at, rate)
+        line = progress_line(ctx, now - ctx.run.started_at, rate)
         if is_tty:
             out.write("\r\x1b[2K" + line)
         else:

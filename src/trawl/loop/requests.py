@@ -48,14 +48,14 @@ class SiteRequests:
         """Lease the site's next allowed URL (from `line`'s kind of work when it has some),
         or spend the turn on robots.txt (None)."""
         ctx = self.ctx
-        state = ctx.site_state(site)
+        state = ctx.sites.state(site)
         now = ctx.clock.now()
         if not state.clock.is_ready(now):
             ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - now)
             return None  # released at its clock's time
         if state.paused:
             ctx.stats.note_wait("paused", 0.0)
-            ctx.blocked_sites.add(site)  # a one-shot crawl does not wait for the pause
+            ctx.run.blocked.add(site)  # a one-shot crawl does not wait for the pause
             return None  # released to re-check later; lifting the pause wakes it at once
         for _ in range(_MAX_SKIPS_PER_TURN):
             queued = ctx.frontier.head(site, line, now)
@@ -79,13 +79,13 @@ class SiteRequests:
                 ctx.frontier.drop(queued)
                 ctx.stats.count(ctx.stats.skipped, "robots")
                 continue
-            if not ctx.may_start_page():
+            if not ctx.run.may_start_page():
                 return None
             if self._over_daily_cap(state, now):
                 return None
             if queued.item.kind is UrlKind.PAGE:
-                ctx.pages_started += 1
-            ctx.blocked_sites.discard(site)  # it has work it may do
+                ctx.run.pages_started += 1
+            ctx.run.blocked.discard(site)  # it has work it may do
             if state.containment.is_contained:
                 self._note_contained_lease(state, queued.item, now)
             return ctx.frontier.lease(queued, now)
@@ -98,9 +98,9 @@ class SiteRequests:
         one-shot crawl as they always did: not at all (see CrawlContext.is_finished)."""
         ctx = self.ctx
         if rules.status is RobotsStatus.UNREACHABLE:
-            ctx.blocked_sites.add(state.site)
-        recheck = ctx.clock.now() + state.clock.gap_s(ctx.clock_policy)
-        state.clock.next_allowed_at = max(state.clock.next_allowed_at, min(held_until, recheck))
+            ctx.run.blocked.add(state.site)
+        recheck = ctx.clock.now() + state.clock.gap_s(ctx.policy.clock)
+        state.clock.hold_until(min(held_until, recheck))
 
     def _contained_head(self, state: SiteState, head: QueuedUrl, now: float) -> QueuedUrl | None:
         """What a contained site may serve now (frontier.containment): `head` when it is a
@@ -124,35 +124,35 @@ class SiteRequests:
             return due
         containment.resting = True
         ctx.traps.count(TrapReason.CONTAINED_REST)
-        ctx.blocked_sites.add(state.site)  # a one-shot crawl does not wait for the trickle
+        ctx.run.blocked.add(state.site)  # a one-shot crawl does not wait for the trickle
         return None
 
     def _note_contained_lease(self, state: SiteState, item: CrawlUrl, now: float) -> None:
         containment = state.containment
         containment.resting = False
-        self.ctx.blocked_sites.discard(state.site)
+        self.ctx.run.blocked.discard(state.site)
         if item.line is not Line.REFRESH and not containment.is_vouched(item.depth):
             containment.note_trickle(now)
             self.ctx.traps.count(TrapReason.CONTAINED_TRICKLE)
-            self.ctx.mark_dirty(state.site)
+            self.ctx.sites.mark_changed(state.site)
 
     def _over_daily_cap(self, state: SiteState, now: float) -> bool:
         """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""
         ctx = self.ctx
-        if state.pages_on(now) < state.daily_cap(ctx.trap_policy):
+        if state.pages_on(now) < state.daily_cap(ctx.policy.traps):
             return False
         ctx.traps.count(TrapReason.DAILY_CAP)
-        state.clock.next_allowed_at = max(state.clock.next_allowed_at, (now // 86400 + 1) * 86400)
-        ctx.blocked_sites.add(state.site)
-        ctx.mark_dirty(state.site)
+        state.clock.hold_until((now // 86400 + 1) * 86400)
+        ctx.run.blocked.add(state.site)
+        ctx.sites.mark_changed(state.site)
         return True
 
     async def fetch_page(self, lease: Lease, previous: PageRecord | None) -> FetchResult:
         """GET the leased URL; a refetch asks only for a changed copy (RFC 9110 13.1)."""
-        state = self.ctx.site_state(lease.item.site)
+        state = self.ctx.sites.state(lease.item.site)
         headers = conditional_headers(previous)
         if lease.item.kind is UrlKind.SITEMAP:
-            max_bytes = self.ctx.settings.sitemaps.max_bytes
+            max_bytes = self.ctx.policy.sitemaps.max_bytes
             return await self._request(
                 state, lease.item.url, read_any_type=True, max_body_bytes=max_bytes, headers=headers
             )
@@ -170,15 +170,15 @@ class SiteRequests:
         check is not needed for a robots.txt. `robots_hop` decides whether to follow.
         """
         ctx = self.ctx
-        s = ctx.settings.politeness
         url, hops = robots_url(origin), 0
         via = state  # the site the next request goes to; held by this turn
         try:
             while True:
-                result = await self._request(
-                    via, url, read_any_type=True, max_body_bytes=s.robots_max_bytes
-                )
-                if result.error_kind == NOT_SENT:
+                try:
+                    result = await self._request(
+                        via, url, read_any_type=True, max_body_bytes=ctx.policy.robots.max_bytes
+                    )
+                except NotSent:
                     return  # nothing was asked: the origin's rules stay as they were
                 ctx.stats.robots_fetches += 1
                 if result.status:  # a replay shows the rules the crawl obeyed
@@ -201,7 +201,7 @@ class SiteRequests:
                 return
         finally:
             if via is not state:
-                ctx.release_held_site(via.site)
+                ctx.run.release_held_site(via.site)
 
     def _robots_hop(
         self, origin: SiteState, via: SiteState, target: str
@@ -218,23 +218,22 @@ class SiteRequests:
         else:
             # Cluster mode: a site of another machine's partition is not ours to ask; the
             # origin's robots.txt counts as unreachable and is retried with backoff.
-            may_fetch = ctx.gate is None or ctx.gate.may_fetch(site)
-            held = may_fetch and ctx.hold_site(site)
-            other = ctx.sites[site] if held else None
+            may_fetch = ctx.placement.may_fetch(site)
+            held = may_fetch and ctx.run.hold_site(site)
+            other = ctx.sites.state(site) if held else None
             hop = robots_hop(
                 may_fetch=may_fetch,
                 held=held,
                 paused=other is not None and other.paused,
                 ready_at=other.clock.next_allowed_at if other is not None else 0.0,
-                gap_s=other.clock.gap_s(ctx.clock_policy) if other is not None else 0.0,
+                gap_s=other.clock.gap_s(ctx.policy.clock) if other is not None else 0.0,
                 now=ctx.clock.now(),
             )
             if hop.action is not HopAction.FOLLOW:
                 if held:
-                    ctx.release_held_site(site)
+                    ctx.run.release_held_site(site)
                 if hop.not_before is not None:
-                    clock = origin.clock
-                    clock.next_allowed_at = max(clock.next_allowed_at, hop.not_before)
+                    origin.clock.hold_until(hop.not_before)
                 # Counted as a wait: the origin's robots.txt is asked again later.
                 wait_s = (hop.not_before or ctx.clock.now()) - ctx.clock.now()
                 ctx.stats.note_wait(f"robots_redirect_{hop.action.value}", wait_s)
@@ -242,7 +241,7 @@ class SiteRequests:
             assert other is not None
             following = other
         if via is not origin and via is not following:
-            ctx.release_held_site(via.site)  # done with it: its own turns may go on
+            ctx.run.release_held_site(via.site)  # done with it: its own turns may go on
         return HopAction.FOLLOW, following
 
     async def _set_robots(
@@ -255,7 +254,7 @@ class SiteRequests:
     ) -> None:
         """Store the origin's rules from the final answer (on the origin's site state)."""
         ctx = self.ctx
-        s = ctx.settings.politeness
+        s = ctx.policy.robots
         failures = previous.failures if previous is not None else 0
         rules = robots_from_response(
             origin,
@@ -263,30 +262,30 @@ class SiteRequests:
             body,
             ctx.clock.now(),
             previous_failures=failures,
-            cache_s=s.robots_cache_s,
-            retry_base_s=s.robots_retry_base_s,
-            retry_max_s=s.robots_retry_max_s,
-            max_bytes=s.robots_max_bytes,
+            cache_s=s.cache_s,
+            retry_base_s=s.retry_base_s,
+            retry_max_s=s.retry_max_s,
+            max_bytes=s.max_bytes,
         )
         await asyncio.get_running_loop().run_in_executor(None, rules.prepare)
         state.set_robots(rules, ctx.agent_token)
         # The clock finished this request before the Crawl-delay was known: re-apply it.
         now = ctx.clock.now()
-        gap_end = now + state.clock.gap_s(ctx.clock_policy)
-        state.clock.next_allowed_at = max(state.clock.next_allowed_at, gap_end)
+        gap_end = now + state.clock.gap_s(ctx.policy.clock)
+        state.clock.hold_until(gap_end)
         if rules.retry_at is None:
-            ctx.blocked_sites.discard(state.site)
+            ctx.run.blocked.discard(state.site)
         elif not state.origins.others_answer(origin):
             # The site's only live origin: all of it waits. With another origin
             # answering, only this origin's URLs wait (take_turn; issue 13).
-            state.clock.next_allowed_at = max(state.clock.next_allowed_at, rules.retry_at)
-            ctx.blocked_sites.add(state.site)
+            state.clock.hold_until(rules.retry_at)
+            ctx.run.blocked.add(state.site)
         ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
         first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
         if first_read and rules.status is not RobotsStatus.UNREACHABLE:
             self.sitemaps.queue_from_robots(state, origin, rules)
         # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
-        ctx.write_host(state.site)
+        ctx.sites.write(state.site)
         ctx.records.commit()
 
     async def _request(
@@ -308,19 +307,19 @@ class SiteRequests:
             state.clock.start(start)
             end = ctx.clock.now()
             outcome = self._outcome(state, url, end, 0, exc.kind)
-            state.clock.finish(end, 0.0, outcome, policy=ctx.clock_policy)
+            state.clock.finish(end, 0.0, outcome, policy=ctx.policy.clock)
             failed = _failed(url, start, end, exc)
             _count_request(ctx, state.site, failed, end)
             return failed
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
-        if not await self._cluster_admits(state.site, ip):
+        if not await self._placement_admits(state.site, ip):
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
             # Not the site's doing, so no backoff; but no tight loop of turns either.
-            state.clock.next_allowed_at = max(state.clock.next_allowed_at, end + NOT_SENT_WAIT_S)
-            return _failed(url, start, end, FetchError(NOT_SENT, "partition not fetchable now"))
+            state.clock.hold_until(end + NOT_SENT_WAIT_S)
+            raise NotSent(url)
         start = ctx.clock.now()
         state.clock.start(start)
         result: FetchResult | None = None
@@ -337,8 +336,7 @@ class SiteRequests:
         finally:
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
-            if ctx.shared_ip_gate is not None:
-                await ctx.shared_ip_gate.release(ip)
+            await ctx.placement.give_ip_slot(ip)
             ctx.stats.fetch_seconds.observe(end - start)
             status = result.status if result is not None else 0
             retry_after = None
@@ -349,7 +347,7 @@ class SiteRequests:
                 end,
                 end - start,
                 self._outcome(state, url, end, status, error_kind),
-                policy=ctx.clock_policy,
+                policy=ctx.policy.clock,
                 retry_after_s=retry_after,
             )
             if result is not None:
@@ -361,7 +359,7 @@ class SiteRequests:
         self, state: SiteState, url: str, now: float, status: int, error_kind: str | None
     ) -> FetchOutcome:
         """What the exchange means for the site clock (site_clock, origin_health)."""
-        policy = self.ctx.clock_policy
+        policy = self.ctx.policy.clock
         return state.origins.note(
             origin_of(url),
             now,
@@ -371,28 +369,30 @@ class SiteRequests:
             policy=policy,
         )
 
-    async def _cluster_admits(self, site: str, ip: str) -> bool:
-        """Cluster mode: the cluster-wide slot on `ip` is ours, and the site's partition is
-        still ours to fetch (checked last: the wait for the slot may have seen a hand-over
-        begin). Always True in embedded mode."""
+    async def _placement_admits(self, site: str, ip: str) -> bool:
+        """The cross-machine slot on `ip` is ours, and the site is still ours to fetch
+        (checked last: the wait for the slot may have seen a partition hand-over begin).
+        Always True at once in the embedded default."""
         ctx = self.ctx
-        shared = ctx.shared_ip_gate
-        if shared is not None:
-            waited_from = ctx.clock.now()
-            if not await shared.acquire(ip):
-                return False
-            ctx.stats.note_wait("cluster_ip_gate", ctx.clock.now() - waited_from)
-        if ctx.gate is not None and not ctx.gate.may_fetch(site):
-            if shared is not None:
-                await shared.release(ip)
+        placement = ctx.placement
+        waited_from = ctx.clock.now()
+        if not await placement.take_ip_slot(ip):
+            return False
+        waited_s = ctx.clock.now() - waited_from
+        if waited_s > 0:
+            ctx.stats.note_wait("cluster_ip_gate", waited_s)
+        if not placement.may_fetch(site):
+            await placement.give_ip_slot(ip)
             return False
         return True
 
 
-# The error kind of a request that was never sent (cluster mode: the site's partition is
-# moving, or the coordinator can't be asked): not an outcome, the URL goes back in line.
-NOT_SENT = "not_sent"
-NOT_SENT_WAIT_S = 1.0
+class NotSent(Exception):
+    """The request was never sent (cluster mode: the site's partition is moving, or the
+    coordinator can't be asked): not an outcome; the URL goes back in line unchanged."""
+
+
+NOT_SENT_WAIT_S = 1.0  # a site whose request could not be sent is looked at again then
 
 
 def conditional_headers(previous: PageRecord | None) -> dict[str, str] | None:
@@ -420,11 +420,10 @@ def _count_request(ctx: CrawlContext, site: str, result: FetchResult, end: float
     """Every request, robots.txt included, is counted here once: answered, or failed for a
     named reason (issue 14: a refused or unresolvable seed must not end as "errors 0")."""
     kind = result.error_kind
-    if kind != NOT_SENT:
-        ctx.stats.recent_sites.note(site, end)
+    ctx.stats.recent_sites.note(site, end)
     if kind is None:
         ctx.stats.answered += 1
-    elif kind != NOT_SENT:
+    else:
         message = (result.error or "").removeprefix(f"{kind}: ")
         ctx.stats.note_failure(kind, f"{result.url}: {message}")
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
-from trawl.model import Line, UrlKind
 from trawl.parse.page_work import SitemapOutput, process_sitemap
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
@@ -38,7 +37,7 @@ class Sitemaps:
     def queue_from_robots(self, state: SiteState, origin: str, rules: RobotsRules) -> int:
         """Queue an origin's sitemaps after its first robots.txt; returns how many."""
         ctx = self.ctx
-        if not ctx.settings.sitemaps.enabled:
+        if not ctx.policy.sitemaps.enabled:
             return 0
         listed = rules.sitemaps()
         if not listed and _is_main_host(origin, state.site):
@@ -62,7 +61,7 @@ class Sitemaps:
         ctx = self.ctx
         if result.body is None or not 200 <= result.status < 300:
             return
-        s = ctx.settings.sitemaps
+        s = ctx.policy.sitemaps
         out: SitemapOutput = await ctx.cpu_pool.run(
             process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
         )
@@ -73,7 +72,7 @@ class Sitemaps:
             ctx.stats.count(ctx.stats.skipped, "sitemap_error")
         if out.skipped:
             ctx.stats.count(ctx.stats.skipped, "sitemap_entry", out.skipped)
-        state = ctx.site_state(item.site)
+        state = ctx.sites.state(item.site)
         if out.is_index:
             for link in out.links:
                 if link.site == item.site:
@@ -87,7 +86,7 @@ class Sitemaps:
         ctx = self.ctx
         now = ctx.clock.now()
         _, taken = state.sitemap_budget(now)
-        room = max(0, ctx.settings.sitemaps.max_urls_per_site - taken)
+        room = max(0, ctx.policy.sitemaps.max_urls_per_site - taken)
         known: dict[str, float] = {}  # lastmod of known pages, by urlHash
         used = 0
         for link in out.links:
@@ -98,13 +97,13 @@ class Sitemaps:
                 ctx.stats.count(ctx.stats.skipped, "sitemap_cap")
                 continue
             used += 1
-            if ctx.discover_from_sitemap(link.url, link.url_hash, link.site):
+            if ctx.intake.add_sitemap_entry(link.url, link.url_hash, link.site):
                 ctx.stats.sitemap_new += 1
             elif link.lastmod_at is not None:
                 known[link.url_hash] = link.lastmod_at
         state.sitemap_urls += used
         ctx.stats.sitemap_urls += used
-        ctx.mark_dirty(item.site)
+        ctx.sites.mark_changed(item.site)
         if known:
             fetched = ctx.records.last_fetched(list(known))
             newer = [h for h, at in fetched.items() if known[h] > at]
@@ -113,16 +112,13 @@ class Sitemaps:
     def _queue_file(self, state: SiteState, url: str, *, depth: int) -> int:
         ctx = self.ctx
         files, _ = state.sitemap_budget(ctx.clock.now())
-        if files >= ctx.settings.sitemaps.max_files_per_site:
+        if files >= ctx.policy.sitemaps.max_files_per_site:
             ctx.stats.count(ctx.stats.skipped, "sitemap_file_cap")
             return 0
-        if not ctx.discover(
-            url, url_hash(url), state.site, depth, Line.FAST, must_crawl=False,
-            kind=UrlKind.SITEMAP,
-        ):  # fmt: skip
+        if not ctx.intake.add_sitemap_file(url, url_hash(url), state.site, depth):
             return 0
         state.sitemap_files += 1
-        ctx.mark_dirty(state.site)
+        ctx.sites.mark_changed(state.site)
         return 1
 
 

@@ -159,6 +159,11 @@ class SiteClock:
             raise RuntimeError(f"politeness violated: request started at {now!r} on {self!r}")
         self.in_flight = True
 
+    def hold_until(self, at: float) -> None:
+        """No request before `at` (a rest, a robots.txt retry, a restart gap); never sooner
+        than the clock already said."""
+        self.next_allowed_at = max(self.next_allowed_at, at)
+
     def gap_s(self, policy: ClockPolicy) -> float:
         """The normal gap between requests, before any backoff."""
         base = policy.min_delay_s

@@ -16,12 +16,22 @@ from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import Fetcher, build_user_agent
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.frontier import Frontier
+from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
-from trawl.frontier.traps import TrapPolicy
+from trawl.frontier.traps import TrapCounters, TrapPolicy
 from trawl.loop.context import CrawlContext
+from trawl.loop.cpu_batches import BatchedWorkers
+from trawl.loop.durability import Durability
+from trawl.loop.placement import EmbeddedPlacement
+from trawl.loop.policy import LoopPolicy, RobotsPolicy, RunLimits, SitemapPolicy, StorePolicy
+from trawl.loop.run_state import RunState
+from trawl.loop.stats import CrawlStats
 from trawl.loop.workers import WorkerPool, start_process_pool
-from trawl.parse.page_work import init_worker
+from trawl.parse.page_work import init_worker, process_pages
 from trawl.politeness.ip_gate import IpGate
+from trawl.politeness.site_book import SiteBook
+from trawl.politeness.site_clock import ClockPolicy
+from trawl.recrawl.schedule import RecrawlPolicy
 from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
 from trawl.store.layout import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR, recover_warc_tails
@@ -32,9 +42,9 @@ from trawl.urls.normalise import NormaliseRules
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
 
     from trawl.config import Settings
+    from trawl.loop.placement import Placement
     from trawl.seen.ports import SeenUrls
     from trawl.store.ports import Records, WarcSink
 
@@ -84,22 +94,28 @@ def build_context(
     data_dir: Path,
     clock: Clock | None = None,
     *,
-    records: Callable[[sqlite3.Connection], Records] | None = None,
+    conn: sqlite3.Connection | None = None,
+    records: Records | None = None,
     warc: WarcSink | None = None,
     seen: SeenUrls | None = None,
+    placement: Placement | None = None,
     fetcher: Fetcher | None = None,
     cpu_pool: WorkerPool | None = None,
 ) -> CrawlContext:
-    """The crawl's context on `data_dir`; a cluster node passes its shared stores (records,
-    built on the local connection; WARC sink; seen set) in place of the embedded ones, and a
-    loop test its fetcher and page workers."""
+    """The crawl's parts on `data_dir`. A cluster node passes its local database, shared
+    stores (records, WARC sink, seen set) and its placement in place of the embedded ones;
+    a loop test its fetcher and page workers."""
     clock = clock or SystemClock()
     rules = normalise_rules(settings)
+    policy = loop_policy(settings)
     fetcher = fetcher or _fetcher(settings)
     if warc is None:
         recover_warc_tails(data_dir / WARC_DIR)
-    resumed = (data_dir / DB_NAME).exists()
-    conn = open_database(data_dir / DB_NAME)
+    # A database from an earlier run: a request may have followed its last commit.
+    resumed = conn is None and (data_dir / DB_NAME).exists()
+    conn = conn or open_database(data_dir / DB_NAME)
+    started_at = clock.now()
+    placement = placement or EmbeddedPlacement(started_at if resumed else None)
     frontier = Frontier(
         conn,
         lease_s=settings.frontier.lease_s,
@@ -122,32 +138,147 @@ def build_context(
             max_file_bytes=settings.storage.warc_max_file_bytes,
             software=f"trawl/{__version__}",
         )
+    records = records or SqliteRecords(conn)
     workers = max(1, min(2, os.cpu_count() or 1))
     pool = cpu_pool or WorkerPool(
         functools.partial(start_process_pool, workers, init_worker, (rules,))
     )
     p = settings.politeness
-    return CrawlContext(
-        settings=settings,
+    ip_gate = IpGate(
+        p.per_ip_max_in_flight,
+        p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
+        restarted_at=started_at if resumed else None,
+    )
+    scores = LinkScores(data_dir / INLINKS_NAME)
+    stats = CrawlStats()
+    if scores.damaged_file:
+        # A soft signal, counted afresh; the summary says so instead of hiding it.
+        stats.count(stats.skipped, "inlinks_file_damaged")
+    sites = SiteBook(
+        records,
+        clock_policy=policy.clock,
+        trap_policy=policy.traps,
+        restarted_at=placement.restarted_at,
+        owner=placement.owner,
+    )
+    run = RunState(
         clock=clock,
-        conn=conn,
+        limits=policy.limits,
+        frontier=frontier,
+        sites=sites,
+        placement=placement,
+        stats=stats,
+    )
+    traps = TrapCounters()
+    intake = Intake(
         frontier=frontier,
         seen=seen,
-        records=SqliteRecords(conn) if records is None else records(conn),
+        scores=scores,
+        sites=sites,
+        trap_policy=policy.traps,
+        traps=traps,
+        tally=stats,
+        clock=clock,
+        router=placement.router,
+        take_due=records.take_due,
+        wake=run.wake,
+    )
+    durability = Durability(
+        clock=clock,
+        policy=policy,
+        conn=conn,
+        records=records,
         warc=warc,
+        seen=seen,
+        scores=scores,
+        sites=sites,
+        frontier=frontier,
+        intake=intake,
+        run=run,
+        placement=placement,
         fetcher=fetcher,
-        ip_gate=IpGate(
-            p.per_ip_max_in_flight,
-            p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
-            restarted_at=clock.now() if resumed else None,
-        ),
         cpu_pool=pool,
-        data_dir=data_dir,
+    )
+    return CrawlContext(
+        clock=clock,
+        policy=policy,
+        placement=placement,
         rules=rules,
-        trap_policy=trap_policy(settings),
+        data_dir=data_dir,
+        frontier=frontier,
+        seen=seen,
+        records=records,
+        warc=warc,
         fingerprints=SqliteFingerprints(conn),
-        scores=LinkScores(data_dir / INLINKS_NAME),
-        resumed=resumed,
+        fetcher=fetcher,
+        ip_gate=ip_gate,
+        cpu_pool=pool,
+        page_workers=BatchedWorkers(pool, process_pages),
+        scores=scores,
+        sites=sites,
+        run=run,
+        intake=intake,
+        durability=durability,
+        stats=stats,
+        traps=traps,
+    )
+
+
+def loop_policy(settings: Settings) -> LoopPolicy:
+    """What the crawl loop reads of the settings, as values."""
+    c, f, p, r, d = (
+        settings.crawl,
+        settings.fetch,
+        settings.politeness,
+        settings.recrawl,
+        settings.dedup,
+    )
+    try:
+        recrawl = RecrawlPolicy(
+            min_interval_s=r.min_interval,
+            max_interval_s=r.max_interval,
+            target_change_probability=r.target_change_probability,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"[recrawl]: {exc}") from None
+    return LoopPolicy(
+        concurrency=c.concurrency,
+        commit_interval_s=c.commit_interval_s,
+        checkpoint_interval_s=c.checkpoint_interval_s,
+        due_batch=r.due_batch,
+        max_attempts=f.max_attempts,
+        max_redirects=f.max_redirects,
+        fetch_timeout_s=f.total_timeout_s,
+        limits=RunLimits(max_pages=c.max_pages, max_time_s=c.max_time_s, continuous=c.continuous),
+        clock=ClockPolicy(
+            min_delay_s=p.min_delay_s,
+            slow_factor=p.slow_factor,
+            backoff_max_s=p.backoff_max_s,
+            park_after_failures=p.park_after_failures,
+            park_s=p.park_s,
+        ),
+        recrawl=recrawl,
+        traps=trap_policy(settings),
+        robots=RobotsPolicy(
+            max_bytes=p.robots_max_bytes,
+            cache_s=p.robots_cache_s,
+            retry_base_s=p.robots_retry_base_s,
+            retry_max_s=p.robots_retry_max_s,
+        ),
+        sitemaps=SitemapPolicy(
+            enabled=settings.sitemaps.enabled,
+            max_urls_per_site=settings.sitemaps.max_urls_per_site,
+            max_files_per_site=settings.sitemaps.max_files_per_site,
+            max_bytes=settings.sitemaps.max_bytes,
+        ),
+        store=StorePolicy(
+            warc_compress_level=settings.storage.warc_compress_level,
+            near_max_distance=d.near_max_distance,
+            near_min_tokens=d.near_min_tokens,
+            history_visits=r.history_visits,
+            copy_heavy_share=r.copy_heavy_share,
+            copy_heavy_factor=r.copy_heavy_factor,
+        ),
     )
 
 

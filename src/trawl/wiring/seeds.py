@@ -49,16 +49,16 @@ def queue_all_due(ctx: CrawlContext) -> int:
     """Queue every page already due when a crawl starts (a continuous crawl then keeps
     queueing them as they come due; a one-shot crawl refreshes only these)."""
     total = 0
-    while n := ctx.queue_due_pages():
+    while n := ctx.intake.add_due_pages(ctx.policy.due_batch):
         total += n
-        if n < ctx.settings.recrawl.due_batch:
+        if n < ctx.policy.due_batch:
             break
-    ctx.commit()
+    ctx.durability.commit()
     return total
 
 
 def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
     """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = sum(ctx.add_seed(url, h, site) for url, h, site in seeds)
-    ctx.commit()
+    added = sum(ctx.intake.add_seed(url, h, site) for url, h, site in seeds)
+    ctx.durability.commit()
     return added

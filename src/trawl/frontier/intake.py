@@ -1,0 +1,245 @@
+"""The one door into the frontier: every URL the crawl queues comes through here.
+
+Seeds, links found on a page, redirect targets, sitemap entries, due pages and URLs routed
+here by another machine each get their line and score here, pass the seen check (known
+URLs are re-scored instead when their in-link counts doubled) and the trap rules, and join
+the queue ready when their site's clock allows. A contained trap site
+(frontier.containment) resting until its next trickle is woken when work it may serve now
+arrives. In cluster mode (`router` set) discovered URLs go to their partition's owner
+instead, which makes the seen check and queues them through `add_routed`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Protocol
+
+from trawl.frontier.traps import check_url
+from trawl.model import CrawlUrl, Line, UrlKind
+from trawl.recrawl.schedule import refresh_priority
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from trawl.clock import Clock
+    from trawl.frontier.frontier import Frontier
+    from trawl.frontier.link_scores import LinkScores
+    from trawl.frontier.ports import LinkRouter
+    from trawl.frontier.traps import TrapCounters, TrapPolicy
+    from trawl.parse.page_work import FoundLink
+    from trawl.politeness.site_book import SiteBook
+    from trawl.politeness.site_state import SiteState
+    from trawl.seen.ports import SeenUrls
+    from trawl.store.records_sqlite import DuePage
+
+
+class IntakeTally(Protocol):
+    """The counters intake adds to (loop.stats.CrawlStats)."""
+
+    links_new: int
+    rescored: int
+    refresh_queued: int
+    skipped: dict[str, int]
+
+    def count(self, table: dict[str, int], key: str, n: int = 1) -> None: ...
+
+
+class Intake:
+    def __init__(
+        self,
+        *,
+        frontier: Frontier,
+        seen: SeenUrls,
+        scores: LinkScores,
+        sites: SiteBook,
+        trap_policy: TrapPolicy,
+        traps: TrapCounters,
+        tally: IntakeTally,
+        clock: Clock,
+        router: LinkRouter | None,
+        take_due: Callable[[float, int], Sequence[DuePage]],
+        wake: Callable[[SiteState, CrawlUrl], None],
+    ) -> None:
+        self._frontier = frontier
+        self._seen = seen
+        self._scores = scores
+        self._sites = sites
+        self._trap_policy = trap_policy
+        self._traps = traps
+        self._tally = tally
+        self._clock = clock
+        self._router = router
+        self._take_due = take_due
+        self._wake = wake
+
+    # -- what comes in ------------------------------------------------------------------
+    def add_seed(self, url: str, url_hash: str, site: str, *, low_priority: bool = False) -> bool:
+        """Queue a normalised seed through the exact seed table; True when it was new.
+
+        Seeds go to the fast line with the seed boost; low-priority ones (API) wait in the
+        slow line, unscored."""
+        score, parts, _ = self._scores.seed(url, self._sites.referrers(site))
+        line = Line.FAST
+        if low_priority:
+            score, line = 0.0, Line.SLOW
+        item = self._item(url, url_hash, site, 0, line, score=score, score_parts=parts)
+        return self._discover(item, must_crawl=True)
+
+    def add_redirect_target(self, source: CrawlUrl, target: str, url_hash: str, site: str) -> bool:
+        """Queue where `source` redirected to, in its line and depth, one hop further along
+        the chain; True when it was new."""
+        item = self._item(
+            target, url_hash, site, source.depth, source.line, redirects=source.redirects + 1
+        )
+        return self._discover(item, must_crawl=False)
+
+    def add_page_links(self, source: CrawlUrl, links: Sequence[FoundLink]) -> None:
+        """The links found on `source`'s page: every one counts as an in-link; new ones are
+        scored and queued (most links on a page are already known), known ones re-scored
+        when their counts double."""
+        router = self._router
+        if router is None:  # in cluster mode the referrer travels with the link
+            for link in links:
+                if link.site != source.site:
+                    self._sites.note_referrer(link.site, source.site)
+        scores = self._scores
+        counts = scores.count_page_links(source.site, links)
+        for link, (pages, sites) in zip(links, counts, strict=True):
+            if router is None and not self._seen.add_if_new(link.url_hash):
+                if scores.worth_rescoring(link, source.site, pages, sites) and self.rescore(
+                    link.url_hash
+                ):
+                    self._tally.rescored += 1
+                continue
+            referrers = self._sites.referrers(link.site)
+            score, parts, line = scores.score_new(link, pages, sites, source.score, referrers)
+            item = self._item(
+                link.url, link.url_hash, link.site, source.depth + 1, line,
+                score=score, score_parts=parts,
+            )  # fmt: skip
+            if router is not None:
+                referrer = source.site if link.site != source.site else ""
+                router.route(item, must_crawl=False, referrer=referrer)
+            elif self._queue_new(item, must_crawl=False):
+                self._tally.links_new += 1
+
+    def add_sitemap_entry(self, url: str, url_hash: str, site: str) -> bool:
+        """Queue a URL a sitemap of its own site listed (depth 1: one step from the home);
+        a trusted site's entries get the sitemap boost."""
+        if self._router is None and not self._seen.add_if_new(url_hash):
+            return False
+        score, parts, line = self._scores.sitemap_entry(url, self._sites.referrers(site))
+        item = self._item(url, url_hash, site, 1, line, score=score, score_parts=parts)
+        if self._router is not None:
+            self._router.route(item, must_crawl=False)
+            return True
+        return self._queue_new(item, must_crawl=False)
+
+    def add_sitemap_file(self, url: str, url_hash: str, site: str, depth: int) -> bool:
+        """Queue a sitemap file of `site` (named in its robots.txt, or by a sitemap index)
+        in the fast line; True when it was new."""
+        item = self._item(url, url_hash, site, depth, Line.FAST, kind=UrlKind.SITEMAP)
+        return self._discover(item, must_crawl=False)
+
+    def add_due_pages(self, batch: int) -> int:
+        """Move up to `batch` pages whose nextFetchAt has come to the REFRESH line.
+
+        They bypass the seen set (they are known) and leave the due index in the same
+        transaction, so a crash neither loses nor doubles a refetch.
+        """
+        now = self._clock.now()
+        due = self._take_due(now, batch)
+        for page in due:
+            priority = refresh_priority(
+                page.change_rate,
+                now - page.last_fetched_at,
+                visits=page.visits,
+                importance=page.importance,
+            )
+            parts = f'{{"changeRate":{page.change_rate:.6g},"importance":{page.importance:.3g}}}'
+            item = self._item(
+                page.url, page.url_hash, page.site, page.depth, Line.REFRESH,
+                kind=page.kind, score=priority, score_parts=parts,
+            )  # fmt: skip
+            self._enqueue(item)
+        self._tally.refresh_queued += len(due)
+        return len(due)
+
+    def add_routed(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
+        """Cluster mode: queue a URL another machine (or this one) routed to this partition,
+        already claimed in the partition's seen slice; a routed seed gets the seed boost
+        here, where its site's referrers are known. True when queued."""
+        if must_crawl:
+            score, parts, line = self._scores.seed(item.url, self._sites.referrers(item.site))
+            item = dataclasses.replace(
+                item,
+                depth=0,
+                line=line,
+                kind=UrlKind.PAGE,
+                score=score,
+                score_parts=parts,
+                redirects=0,
+            )
+        if self._queue_new(item, must_crawl=must_crawl):
+            self._tally.links_new += 1
+            return True
+        return False
+
+    def rescore(self, url_hash: str) -> bool:
+        """Update a queued URL's score from today's in-link counts."""
+        return self._frontier.rescore(
+            url_hash, lambda parts: self._scores.rescored(url_hash, parts)
+        )
+
+    # -- the door -----------------------------------------------------------------------
+    def _item(
+        self,
+        url: str,
+        url_hash: str,
+        site: str,
+        depth: int,
+        line: Line,
+        *,
+        kind: UrlKind = UrlKind.PAGE,
+        score: float = 0.0,
+        score_parts: str = "",
+        redirects: int = 0,
+    ) -> CrawlUrl:
+        return CrawlUrl(
+            url, url_hash, site, depth, line, self._clock.now(), kind, score, score_parts,
+            redirects,
+        )  # fmt: skip
+
+    def _discover(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
+        """Queue a URL unless seen; True when it was new (in cluster mode: True when sent
+        to its partition's owner, which makes the seen check)."""
+        if self._router is not None:
+            self._router.route(item, must_crawl=must_crawl)
+            return True
+        if must_crawl:
+            new = self._seen.add_must_crawl_if_new(item.url_hash)
+        else:
+            new = self._seen.add_if_new(item.url_hash)
+        return new and self._queue_new(item, must_crawl=must_crawl)
+
+    def _queue_new(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
+        """Queue a claimed URL unless a trap rule refuses it; True when queued."""
+        trap = None if must_crawl else check_url(item.url, item.depth, self._trap_policy)
+        if trap is not None:
+            self._traps.count(trap)
+            self._tally.count(self._tally.skipped, str(trap))
+            return False
+        state = self._sites.loaded(item.site)
+        if state is not None and state.traps.is_flagged and item.line is Line.FAST:
+            # The similarity alarm: a copy-heavy site's links wait.
+            item = dataclasses.replace(item, line=Line.SLOW)
+        self._enqueue(item)
+        return True
+
+    def _enqueue(self, item: CrawlUrl) -> None:
+        """Into the frontier, ready when the site's clock allows (if the site is loaded)."""
+        state = self._sites.loaded(item.site)
+        ready_at = 0.0 if state is None else state.clock.next_allowed_at
+        self._frontier.enqueue(item, ready_at=ready_at)
+        if state is not None and state.containment.is_contained:
+            self._wake(state, item)

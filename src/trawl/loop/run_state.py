@@ -1,0 +1,182 @@
+"""Which sites this crawl process is working on, and whether it goes on.
+
+Each fact is tracked once:
+- *held*: a site whose next request belongs to one task: popped for a turn (`take_site`) or
+  taken for a robots.txt redirect hop (`hold_site`), until released at its clock's next
+  allowed time;
+- *working*: sites with work running, a turn's outcome included (a partition hand-over waits
+  for them), counted per site;
+- *blocked*: sites whose queued URLs do not keep a one-shot crawl open (an unreadable
+  robots.txt, a pause, a contained trap site's rest, a daily cap);
+- *turns*: turns running (the dispatcher's count), and the stop: limits, a signal, the end.
+
+Event loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from trawl.model import Line
+
+if TYPE_CHECKING:
+    from trawl.clock import Clock
+    from trawl.frontier.frontier import Frontier
+    from trawl.loop.placement import Placement
+    from trawl.loop.policy import RunLimits
+    from trawl.loop.stats import CrawlStats
+    from trawl.model import CrawlUrl
+    from trawl.politeness.site_book import SiteBook
+    from trawl.politeness.site_state import SiteState
+
+PAUSE_RECHECK_S = 60.0  # a paused site's turn comes back this often, to no effect
+GATE_RECHECK_S = 1.0  # a site of a partition we may not fetch now is looked at again then
+
+
+class RunState:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        limits: RunLimits,
+        frontier: Frontier,
+        sites: SiteBook,
+        placement: Placement,
+        stats: CrawlStats,
+    ) -> None:
+        self._clock = clock
+        self.limits = limits
+        self._frontier = frontier
+        self._sites = sites
+        self._placement = placement
+        self._stats = stats
+        self.started_at = clock.now()
+        self.pages_started = 0
+        self.turns = 0
+        self.stopping = False
+        self.blocked: set[str] = set()
+        self.working: Counter[str] = Counter()
+        self._held: set[str] = set()
+        self._stop_event = asyncio.Event()
+
+    # -- holding sites ------------------------------------------------------------------
+    def take_site(self) -> tuple[str, Line] | None:
+        """A site whose turn has come and the line its turn serves; held until
+        `release_site`."""
+        now = self._clock.now()
+        while (turn := self._frontier.pop_ready_site(now)) is not None:
+            if self._placement.may_fetch(turn[0]):
+                self._held.add(turn[0])
+                return turn
+            # Its partition is being handed over or its lease is in doubt: not ours to fetch.
+            self._frontier.release_site(turn[0], now + GATE_RECHECK_S)
+        return None
+
+    def release_site(self, site: str) -> None:
+        """Hand the site back to the frontier at its clock's next allowed time (idempotent)."""
+        if site in self._held:
+            self._held.discard(site)
+            self._sites.mark_changed(site)
+            state = self._sites.state(site)
+            # The politeness wait most requests see: the site's next URL waits out its gap
+            # (or backoff) in the frontier, not in a turn (issue 14: it went uncounted).
+            wait_s = state.clock.next_allowed_at - self._clock.now()
+            if wait_s > 0 and not state.paused and self._frontier.queued_for(site):
+                self._stats.note_wait("site_clock", wait_s)
+            self._frontier.release_site(site, self.ready_at(state))
+
+    def hold_site(self, site: str) -> bool:
+        """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
+        redirect from another site to it), until `release_held_site`. False when a turn
+        holds it already. The caller checks `may_fetch` first and waits for its clock."""
+        if site in self._held or not self._frontier.hold_site(site):
+            return False
+        self._held.add(site)
+        self.working[site] += 1  # a partition hand-over waits for this request too
+        self._sites.state(site)
+        return True
+
+    def release_held_site(self, site: str) -> None:
+        """Give back a site taken with `hold_site`, at its clock's next allowed time."""
+        self.release_site(site)
+        self.end_work(site)
+
+    def begin_work(self, site: str) -> None:
+        self.working[site] += 1
+
+    def end_work(self, site: str) -> None:
+        self.working[site] -= 1
+        if not self.working[site]:
+            del self.working[site]
+
+    def ready_at(self, state: SiteState) -> float:
+        """When the site's next turn may come."""
+        if state.paused:  # looked at again now and then; lifting the pause wakes it at once
+            return self._clock.now() + PAUSE_RECHECK_S
+        if state.containment.resting:  # nothing to serve before its next trickle
+            trickle_at = state.containment.next_trickle_at(self._clock.now())
+            return max(state.clock.next_allowed_at, trickle_at)
+        return state.clock.next_allowed_at
+
+    def reschedule(self, state: SiteState) -> None:
+        """The site's turn comes at its new ready time (a changed override); a held site
+        gets it when released."""
+        if not state.paused:
+            self.blocked.discard(state.site)
+        if state.site not in self._held:
+            self._frontier.move_site(state.site, self.ready_at(state))
+
+    def wake(self, state: SiteState, item: CrawlUrl) -> None:
+        """A contained site resting until its next trickle gets work it may serve now (a due
+        page, a vouched URL): its turn comes back at its clock's time."""
+        containment = state.containment
+        if item.line is not Line.REFRESH:
+            if not containment.is_vouched(item.depth):
+                return
+            containment.maybe_vouched = True
+        if containment.resting:
+            containment.resting = False
+            self.blocked.discard(state.site)
+            if state.site not in self._held:
+                self._frontier.move_site(state.site, self.ready_at(state))
+
+    # -- limits and the stop ------------------------------------------------------------
+    def may_start_page(self) -> bool:
+        max_pages = self.limits.max_pages
+        return not self.stopping and (max_pages <= 0 or self.pages_started < max_pages)
+
+    def should_stop(self) -> bool:
+        if self.stopping:
+            return True
+        max_time = self.limits.max_time_s
+        if max_time > 0 and self._clock.now() - self.started_at >= max_time:
+            return True
+        max_pages = self.limits.max_pages
+        return max_pages > 0 and self.pages_started >= max_pages
+
+    def is_finished(self) -> bool:
+        """No turn running and nothing queued but URLs of blocked sites.
+
+        Those stay queued (a rerun or a continuous crawl retries them); a one-shot crawl
+        does not sit out robots retry waits of up to an hour, nor the trickle of a contained
+        trap site (frontier.containment), nor a site over its daily cap.
+        """
+        if self.turns or self.limits.continuous:
+            return False
+        waiting = sum(self._frontier.queued_for(site) for site in self.blocked)
+        return self._frontier.queued() == waiting
+
+    def request_stop(self) -> None:
+        """Stop handing out work; turns in flight finish (SIGINT/SIGTERM, limits)."""
+        self.stopping = True
+        self._stop_event.set()
+
+    async def wait_stopped(self) -> None:
+        """Return once `request_stop` was called (a limit, a signal, or the end)."""
+        await self._stop_event.wait()
+
+    async def wait_stopped_for(self, timeout_s: float) -> bool:
+        """Until the stop (True) or `timeout_s` on the crawl's clock (False)."""
+        return await self._clock.wait_for(self._stop_event, timeout_s)

@@ -1,0 +1,126 @@
+"""Every site this process crawls, as one `SiteState` each, and which of them changed since
+their host records were last written.
+
+A site is loaded from its host record on first use. When another process may have just
+fetched it (an earlier run on this data directory, a partition's previous owner), its next
+request waits a full gap after `restarted_at(site)`: that request may have followed the
+last host record. Host records of changed sites are written when the loop commits
+(`write_changed`), or at once where a crash must not lose the change (`write`).
+
+Written from the event loop thread only; a SiteState only by the task holding its site.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trawl.frontier.containment import SiteContainment
+from trawl.frontier.traps import SiteTrapState
+from trawl.politeness.site_state import SiteState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from trawl.frontier.traps import TrapPolicy
+    from trawl.politeness.site_clock import ClockPolicy
+    from trawl.politeness.site_limits import SiteLimits
+    from trawl.store.ports import HostRecords
+
+
+class SiteBook:
+    def __init__(
+        self,
+        hosts: HostRecords,
+        *,
+        clock_policy: ClockPolicy,
+        trap_policy: TrapPolicy,
+        restarted_at: Callable[[str], float | None],
+        owner: str,
+    ) -> None:
+        self._hosts = hosts
+        self.clock_policy = clock_policy
+        self.trap_policy = trap_policy
+        self._restarted_at = restarted_at
+        self._owner = owner
+        self._sites: dict[str, SiteState] = {}
+        self._changed: set[str] = set()
+
+    def __contains__(self, site: str) -> bool:
+        return site in self._sites
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sites)
+
+    def __len__(self) -> int:
+        return len(self._sites)
+
+    def states(self) -> Iterable[SiteState]:
+        return self._sites.values()
+
+    def state(self, site: str) -> SiteState:
+        """The site's state, loaded on first use (with its restart gap)."""
+        state = self._sites.get(site)
+        if state is None:
+            record = self._hosts.get_host(site)
+            if record is None:
+                state = SiteState(
+                    site,
+                    traps=SiteTrapState(self.trap_policy),
+                    containment=SiteContainment(self.trap_policy),
+                )
+            else:
+                state = SiteState.from_host_record(record, self.trap_policy)
+            restarted_at = self._restarted_at(site)
+            if restarted_at is not None:
+                # Even the site's first request, before any host record, may have been made.
+                state.clock.hold_until(restarted_at + state.clock.gap_s(self.clock_policy))
+            self._sites[site] = state
+        return state
+
+    def loaded(self, site: str) -> SiteState | None:
+        """The site's state if this process has loaded it (no host record read)."""
+        return self._sites.get(site)
+
+    def set_limits(self, site: str, limits: SiteLimits | None) -> SiteState:
+        """Put an operator's override (None: remove it) in force for the very next request,
+        and write it at once: it must survive a crash. A shorter gap still leaves a full gap
+        after the site's restart (`restarted_at`: for a cluster node, its take-over of the
+        site's partition, not its own start)."""
+        state = self.state(site)
+        state.set_limits(limits, self.clock_policy, self._restarted_at(site))
+        self.write(site)
+        return state
+
+    def mark_changed(self, site: str) -> None:
+        self._changed.add(site)
+
+    def note_referrer(self, site: str, referrer: str) -> None:
+        """`referrer` links to `site`: it raises the site's importance (its daily cap).
+
+        This writes another site's state from the task holding `referrer`; safe on one event
+        loop with no await in between. Not marked changed: referrers are a soft signal,
+        saved with the site's next write.
+        """
+        self.state(site).traps.note_referrer(referrer)
+
+    def referrers(self, site: str) -> int:
+        """Other sites seen linking to `site` (0 for a site not loaded in this run)."""
+        state = self._sites.get(site)
+        return 0 if state is None else state.traps.referring_sites()
+
+    def write(self, site: str) -> None:
+        """The site's host record, now (the caller commits)."""
+        state = self._sites.get(site)
+        if state is not None:
+            self._hosts.put_host(site, state.to_host_record(self._owner))
+
+    def write_changed(self) -> None:
+        for site in self._changed:
+            self.write(site)
+        self._changed.clear()
+
+    def forget(self, sites: Iterable[str]) -> None:
+        """Drop sites this process no longer crawls (a partition handed over)."""
+        for site in sites:
+            self._sites.pop(site, None)
+            self._changed.discard(site)
