@@ -30,6 +30,7 @@ DEFAULT_IP = "192.0.2.1"  # TEST-NET-1: never a real peer
 # Failures before the request goes out: no on_sent, no request head, nothing logged.
 _BEFORE_SENDING = frozenset({"dns", "connect", "blocked_address", "invalid_url"})
 _MESSAGES = {
+    "dns": "dns: {host}: Domain name not found",
     "connect": "Cannot connect to host {host}:{port} ssl:default [Connect call failed]",
     "timeout": "total deadline passed",
     "reset": "Server disconnected",
