@@ -34,9 +34,8 @@ if TYPE_CHECKING:
     from trawl.cluster.ports import PartitionGate, SharedIpGate
     from trawl.config import Settings
     from trawl.fetch.ports import Fetcher
-    from trawl.frontier.frontier import Frontier
     from trawl.frontier.link_scores import LinkScores
-    from trawl.frontier.ports import LinkRouter
+    from trawl.frontier.ports import Frontier, LinkRouter
     from trawl.frontier.traps import TrapPolicy
     from trawl.loop.workers import WorkerPool
     from trawl.politeness.ip_gate import IpGate

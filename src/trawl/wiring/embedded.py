@@ -15,8 +15,8 @@ from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
 from trawl.fetch.ssrf import parse_networks
-from trawl.frontier.frontier import Frontier
 from trawl.frontier.link_scores import LinkScores
+from trawl.frontier.queue_sqlite import SqliteFrontier
 from trawl.frontier.traps import TrapPolicy
 from trawl.loop.context import CrawlContext
 from trawl.loop.workers import WorkerPool, start_process_pool
@@ -101,7 +101,7 @@ def build_context(
         recover_warc_tails(data_dir / WARC_DIR)
     resumed = (data_dir / DB_NAME).exists()
     conn = open_database(data_dir / DB_NAME)
-    frontier = Frontier(
+    frontier = SqliteFrontier(
         conn,
         lease_s=settings.frontier.lease_s,
         fast_share=settings.frontier.fast_share,

@@ -6,7 +6,7 @@ import hashlib
 import sqlite3
 from typing import TYPE_CHECKING
 
-from trawl.frontier.frontier import Frontier
+from trawl.frontier.queue_sqlite import SqliteFrontier
 from trawl.model import CrawlUrl, Line
 from trawl.store.sqlite_db import open_database
 
@@ -19,8 +19,8 @@ def _url(site: str, path: str, line: Line = Line.SLOW) -> CrawlUrl:
     return CrawlUrl(url, hashlib.sha256(url.encode()).hexdigest()[:32], site, 1, line, 0.0)
 
 
-def _frontier(path: Path) -> Frontier:
-    frontier = Frontier(open_database(path / "trawl.db"), lease_s=300.0, fast_share=0.8)
+def _frontier(path: Path) -> SqliteFrontier:
+    frontier = SqliteFrontier(open_database(path / "trawl.db"), lease_s=300.0, fast_share=0.8)
     frontier.load()
     return frontier
 
