@@ -5,7 +5,7 @@
     python -m bench.frontier_memory --urls 3000000 --sites 100000 --dir /var/tmp
 
 How this works. One process opens a fresh trawl database in a temporary directory, builds a
-`Frontier` over it and a `SeenSet` whose Bloom filter is sized for the whole run (1 % false
+`SqliteFrontier` over it and a `SeenSet` whose Bloom filter is sized for the whole run (1 % false
 positives), then enqueues unique URLs in batches of `--batch`, committing after each batch as
 the crawl loop does. Every URL goes through `SeenSet.add_if_new` first and is queued only when
 new, so Bloom false positives are counted, not queued. RSS (VmRSS) and its peak (VmHWM) are
@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.runinfo import describe_run
-from trawl.frontier.frontier import Frontier
+from trawl.frontier.queue_sqlite import SqliteFrontier
 from trawl.model import CrawlUrl, Line
 from trawl.seen.seen_set import SeenSet
 from trawl.store.sqlite_db import open_database
@@ -109,7 +109,7 @@ class UrlSource:
 
 
 def fill(
-    frontier: Frontier,
+    frontier: SqliteFrontier,
     seen: SeenSet,
     source: UrlSource,
     conn: sqlite3.Connection,
@@ -171,7 +171,7 @@ class FrontierRun:
 def run_frontier(args: argparse.Namespace, workdir: Path) -> FrontierRun:
     db = workdir / "trawl.db"
     conn = open_database(db)
-    frontier = Frontier(conn, lease_s=300.0, fast_share=0.8)
+    frontier = SqliteFrontier(conn, lease_s=300.0, fast_share=0.8)
     seen = SeenSet(conn, workdir / "seen.bloom", capacity=args.urls, fp_rate=0.01)
     source = UrlSource(args.sites, args.zipf, seed=7)
     start = measured_memory()

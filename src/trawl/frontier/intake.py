@@ -22,9 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from trawl.clock import Clock
-    from trawl.frontier.frontier import Frontier
     from trawl.frontier.link_scores import LinkScores
-    from trawl.frontier.ports import LinkRouter
+    from trawl.frontier.ports import Frontier, LinkRouter
     from trawl.frontier.traps import TrapCounters, TrapPolicy
     from trawl.parse.page_work import FoundLink
     from trawl.politeness.site_book import SiteBook

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from trawl.clock import Clock
-    from trawl.fetch.fetcher import Fetcher
-    from trawl.frontier.frontier import Frontier
+    from trawl.fetch.ports import Fetcher
     from trawl.frontier.intake import Intake
     from trawl.frontier.link_scores import LinkScores
+    from trawl.frontier.ports import Frontier
     from trawl.frontier.traps import TrapCounters
     from trawl.loop.cpu_batches import BatchedWorkers
     from trawl.loop.durability import Durability

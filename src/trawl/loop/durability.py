@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     import sqlite3
 
     from trawl.clock import Clock
-    from trawl.fetch.fetcher import Fetcher
-    from trawl.frontier.frontier import Frontier
+    from trawl.fetch.ports import Fetcher
     from trawl.frontier.intake import Intake
     from trawl.frontier.link_scores import LinkScores
+    from trawl.frontier.ports import Frontier
     from trawl.loop.placement import Placement
     from trawl.loop.policy import LoopPolicy
     from trawl.loop.run_state import RunState
@@ -126,7 +126,6 @@ class Durability:
             self.checkpoint()
         finally:
             await self._fetcher.close()
-            await self._fetcher.resolver.close()
             self._cpu_pool.shutdown()
             self._warc.close()
             self._conn.close()

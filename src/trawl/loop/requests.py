@@ -28,7 +28,7 @@ from trawl.politeness.site_clock import FetchOutcome, classify_result
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
 if TYPE_CHECKING:
-    from trawl.frontier.frontier import QueuedUrl
+    from trawl.frontier.ports import QueuedUrl
     from trawl.loop.content import StoredContent
     from trawl.loop.context import CrawlContext
     from trawl.loop.sitemaps import Sitemaps

@@ -23,7 +23,7 @@ from trawl.model import Line
 
 if TYPE_CHECKING:
     from trawl.clock import Clock
-    from trawl.frontier.frontier import Frontier
+    from trawl.frontier.ports import Frontier
     from trawl.loop.placement import Placement
     from trawl.loop.policy import RunLimits
     from trawl.loop.stats import CrawlStats

@@ -13,11 +13,11 @@ from trawl import __version__
 from trawl.clock import Clock, SystemClock
 from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
-from trawl.fetch.fetcher import Fetcher, build_user_agent
+from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
 from trawl.fetch.ssrf import parse_networks
-from trawl.frontier.frontier import Frontier
 from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
+from trawl.frontier.queue_sqlite import SqliteFrontier
 from trawl.frontier.traps import TrapCounters, TrapPolicy
 from trawl.loop.context import CrawlContext
 from trawl.loop.cpu_batches import BatchedWorkers
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from trawl.config import Settings
+    from trawl.fetch.ports import Fetcher
     from trawl.loop.placement import Placement
     from trawl.seen.ports import SeenUrls
     from trawl.store.ports import Records, WarcSink
@@ -116,7 +117,7 @@ def build_context(
     conn = conn or open_database(data_dir / DB_NAME)
     started_at = clock.now()
     placement = placement or EmbeddedPlacement(started_at if resumed else None)
-    frontier = Frontier(
+    frontier = SqliteFrontier(
         conn,
         lease_s=settings.frontier.lease_s,
         fast_share=settings.frontier.fast_share,
@@ -282,14 +283,14 @@ def loop_policy(settings: Settings) -> LoopPolicy:
     )
 
 
-def _fetcher(settings: Settings) -> Fetcher:
+def _fetcher(settings: Settings) -> AiohttpFetcher:
     net = settings.network
     host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
     resolver = CachingResolver(
         host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
     )
     f = settings.fetch
-    return Fetcher(
+    return AiohttpFetcher(
         user_agent=user_agent(settings),
         resolver=resolver,
         allow_private=net.allow_private,

@@ -1,4 +1,5 @@
-"""The frontier shell: queued URLs on disk (SQLite), per-site scheduling in memory.
+"""The frontier on SQLite (the Frontier port's embedded adapter): queued URLs on disk,
+per-site scheduling in memory.
 
 Queued URLs live only in the `queue` table (one row each; nothing per URL in RAM), ordered
 per site by line, then score (highest first), then age; each row keeps its score's parts
@@ -15,10 +16,10 @@ with the page records, so "page stored" and "its links queued" are one atomic st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trawl.frontier.leases import LeaseBook
+from trawl.frontier.ports import QueuedUrl
 from trawl.frontier.site_schedule import ScheduleStats, SiteSchedule
 from trawl.model import CrawlUrl, Lease, Line, UrlKind
 
@@ -33,15 +34,7 @@ _HEAD_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class QueuedUrl:
-    row_id: int
-    item: CrawlUrl
-    attempts: int = 0  # earlier fetches that ended in `retry`
-    not_before: float = 0.0  # the site's other ready URLs go first until then
-
-
-class Frontier:
+class SqliteFrontier:
     """Disk-backed two-layer frontier; used from the event loop thread only."""
 
     def __init__(
@@ -285,7 +278,7 @@ class Frontier:
         return self._schedule.stats()
 
     def __repr__(self) -> str:
-        return f"<Frontier {self._schedule!r} {self._leases!r}>"
+        return f"<SqliteFrontier {self._schedule!r} {self._leases!r}>"
 
     def _unlease(self, lease: Lease) -> None:
         self._begin()
