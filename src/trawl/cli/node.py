@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trawl.cli.runner import run_async
 from trawl.errors import DataError
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ def cmd_node(args: argparse.Namespace) -> int:
     require_cluster_packages("trawl node")
     # Imported here: redis, boto3 and psycopg add start-up time to every other command.
     from trawl.api.serve import bind_listener, read_token
-    from trawl.cli import run_async
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.cluster.wiring import default_node_id, run_node
     from trawl.config import load_settings, with_overrides
