@@ -15,11 +15,16 @@ if TYPE_CHECKING:
     from trawl.config import Settings
 
 
+def add_seed_options(p: argparse.ArgumentParser) -> None:
+    """Seed URLs as arguments or in a file (`trawl crawl`, `serve`, `seed`, `node`)."""
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+
+
 def add_crawl_options(p: argparse.ArgumentParser, *, continuous: bool = True) -> None:
     """The options of `trawl crawl`; `trawl serve` is always continuous, so it lacks
     `--continuous` (`continuous=False`)."""
-    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    add_seed_options(p)
     p.add_argument("--data", type=Path, default=Path("trawl-data"), help="data directory")
     p.add_argument("--max-pages", type=int, help="stop after this many pages (robots.txt excluded)")
     p.add_argument("--max-time", type=float, help="stop after this many seconds")
@@ -31,6 +36,12 @@ def add_crawl_options(p: argparse.ArgumentParser, *, continuous: bool = True) ->
             help="keep crawling and recrawling due pages instead of stopping when the frontier"
             " empties",
         )
+    add_fetch_options(p)
+
+
+def add_fetch_options(p: argparse.ArgumentParser) -> None:
+    """How a crawling process reaches the web and names itself, and the config file beneath
+    those flags (`trawl crawl`, `serve`, `node`); fetch_settings reads them."""
     p.add_argument(
         "--resolve",
         action="append",
@@ -52,18 +63,25 @@ def add_crawl_options(p: argparse.ArgumentParser, *, continuous: bool = True) ->
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    """`trawl crawl`'s and `trawl serve`'s settings: add_crawl_options' flags over the config."""
+    return fetch_settings(
+        args,
+        max_pages=args.max_pages,
+        max_time_s=args.max_time,
+        continuous=getattr(args, "continuous", None),  # serve has no --continuous
+    )
+
+
+def fetch_settings(args: argparse.Namespace, **crawl: object) -> Settings:
+    """The config file's settings with add_fetch_options' flags over them, and `crawl`'s keys
+    (each command's limits) in the crawl section; a flag not given (None) keeps the config's
+    value."""
     from trawl.config import load_settings, with_overrides
 
     settings = load_settings(args.config)
     return with_overrides(
         settings,
-        crawl={
-            "max_pages": args.max_pages,
-            "max_time_s": args.max_time,
-            "user_agent": args.user_agent,
-            "contact_url": args.contact,
-            "continuous": getattr(args, "continuous", None),  # serve has no --continuous
-        },
+        crawl={"user_agent": args.user_agent, "contact_url": args.contact, **crawl},
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
             "hosts_file": args.hosts_file,

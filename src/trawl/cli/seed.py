@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trawl.api import DEFAULT_LISTEN
+from trawl.cli.options import add_seed_options
 from trawl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,8 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             " or not."
         ),
     )
-    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    add_seed_options(p)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--api", metavar="URL", help=f"e.g. http://{DEFAULT_LISTEN}")
     source.add_argument(
