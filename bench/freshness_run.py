@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.runinfo import describe_run
 from trawl.cli import main as trawl_main
-from trawl.cli import run_crawl
+from trawl.cli.runner import run_crawl
 from trawl.config import Duration, Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess

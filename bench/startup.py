@@ -5,7 +5,8 @@
 Runs each command `--repeats` times as `python -m trawl ...` (with `--src` first on
 PYTHONPATH: point it at another checkout's `src` to measure that code, e.g. the code before
 a change) and prints the median and spread of the wall times, then the modules that
-`python -X importtime` says cost the most in `import trawl.cli` and in `trawl page`.
+`python -X importtime` says cost the most in `import trawl.cli.dispatch` (the parser) and in
+`trawl page`.
 
 The read-back commands read a small data directory that this script makes first, with a
 short crawl of the local test web (this checkout's code does the crawl), so `trawl page`
@@ -109,7 +110,7 @@ def main() -> int:
                 f"  (min {f['min_s'] * 1000:.1f}, max {f['max_s'] * 1000:.1f}; {args.repeats} runs)"
             )
         offenders = {
-            "import trawl.cli": import_offenders(["-c", "import trawl.cli"], src),
+            "import trawl.cli.dispatch": import_offenders(["-c", "import trawl.cli.dispatch"], src),
             "trawl page": import_offenders(["-m", "trawl", "page", "--data", str(data), page], src),
         }
     for what, rows in offenders.items():

@@ -6,7 +6,7 @@ import io
 import sys
 from typing import TYPE_CHECKING, Any
 
-from trawl.cli import CrawlSummary, run_async, run_crawl
+from trawl.cli.runner import CrawlSummary, run_async, run_crawl
 from trawl.config import Settings, with_overrides
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database

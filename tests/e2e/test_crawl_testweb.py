@@ -22,7 +22,8 @@ import pytest
 from fastwarc.warc import ArchiveIterator as FastArchiveIterator
 from warcio.archiveiterator import ArchiveIterator
 
-from trawl.cli import CrawlSummary, main, run_crawl
+from trawl.cli import main
+from trawl.cli.runner import CrawlSummary, run_crawl
 from trawl.config import Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess

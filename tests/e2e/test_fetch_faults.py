@@ -28,7 +28,7 @@ from trawl.testweb.process import TestWebProcess
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from trawl.cli import CrawlSummary
+    from trawl.cli.runner import CrawlSummary
     from trawl.model import PageRecord
     from trawl.testweb.request_log import RequestLogRecord
 

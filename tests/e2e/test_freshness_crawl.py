@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from trawl.cli import CrawlSummary, main, run_crawl
+from trawl.cli import main
+from trawl.cli.runner import CrawlSummary, run_crawl
 from trawl.config import Duration, Settings, with_overrides
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from trawl.cli import CrawlSummary
+    from trawl.cli.runner import CrawlSummary
     from trawl.model import PageRecord
     from trawl.testweb.request_log import RequestLogRecord
 

@@ -22,7 +22,7 @@ from trawl.testweb.robots_variants import REDIRECT_TARGET, RobotsVariant
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from trawl.cli import CrawlSummary
+    from trawl.cli.runner import CrawlSummary
     from trawl.testweb.layout import Site
     from trawl.testweb.request_log import RequestLogRecord
 

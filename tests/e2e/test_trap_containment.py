@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 from tests.e2e.support import crawl_in_process, web_settings
 
-from trawl.cli import CrawlSummary, print_summary
+from trawl.cli.runner import CrawlSummary, print_summary
 from trawl.config import Duration
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database

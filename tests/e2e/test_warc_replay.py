@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from trawl.cli import run_crawl
+from trawl.cli.runner import run_crawl
 from trawl.config import Settings, with_overrides
 from trawl.store.warc import read_record
 from trawl.testweb.process import TestWebProcess

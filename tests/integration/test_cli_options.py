@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from trawl.cli import CrawlSummary, main, print_summary
+from trawl.cli import main
+from trawl.cli.readback import HOST_RECORD_FIELDS
+from trawl.cli.runner import CrawlSummary, print_summary
 from trawl.loop.stats import CrawlStats
 from trawl.politeness.site_state import SiteState
-from trawl.readback import HOST_RECORD_FIELDS
 from trawl.store.layout import DB_NAME
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database

@@ -59,7 +59,7 @@ def test_issue_14_a_single_machine_crawl_needs_no_cluster_package() -> None:
     blocked = "; ".join(f"sys.modules[{n!r}] = None" for n in (*CLUSTER_PACKAGES, "botocore"))
     code = (
         f"import sys; {blocked}; "
-        "import trawl.cli, trawl.wiring.embedded, trawl.loop.crawler, trawl.api.serve, "
-        "trawl.readback, trawl.demo"
+        "import trawl.cli.dispatch, trawl.wiring.embedded, trawl.loop.crawler, trawl.api.serve, "
+        "trawl.cli.readback, trawl.cli.demo"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trawl.cli import build_parser
+from trawl.cli.dispatch import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

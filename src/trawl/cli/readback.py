@@ -16,9 +16,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trawl.cli.options import add_read_source
 from trawl.errors import DataError, InvalidUrl, UsageError
 from trawl.store.layout import DB_NAME, WARC_DIR
 from trawl.store.records_sqlite import SqliteRecords
@@ -28,6 +28,7 @@ from trawl.urls.normalise import normalise_url, url_hash
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Iterator
+    from pathlib import Path
     from typing import Any
 
     from trawl.model import PageRecord
@@ -249,42 +250,23 @@ def _reordered_value(value: object, template: object) -> object:
     return value
 
 
-def _add_source(p: argparse.ArgumentParser, *, api: bool = False) -> None:
-    """`--data DIR` (the default) or `--cluster FILE` (and for events, `--api URL`)."""
-    source = p.add_mutually_exclusive_group()
-    source.add_argument(
-        "--data",
-        type=Path,
-        default=Path("trawl-data"),
-        help="data directory of a crawl (default trawl-data)",
-    )
-    source.add_argument(
-        "--cluster",
-        type=Path,
-        metavar="FILE",
-        help="cluster file: read the cluster's PostgreSQL (and S3 for bodies) instead",
-    )
-    if api:
-        source.add_argument("--api", metavar="URL", help="read them from a `trawl serve` API")
-
-
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pages", help="print every page record as a JSON line")
-    _add_source(p)
+    add_read_source(p)
     p.set_defaults(func=cmd_pages)
     p = sub.add_parser("events", help="print page.fetched events as JSON lines")
-    _add_source(p, api=True)
+    add_read_source(p, api=True)
     p.add_argument("--from", dest="from_offset", type=int, default=0, help="first offset")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     p.set_defaults(func=cmd_events)
     p = sub.add_parser("page", help="print one page record (or its body)")
     p.add_argument("page", metavar="URL_OR_HASH")
-    _add_source(p)
+    add_read_source(p)
     p.add_argument("--body", action="store_true", help="print the stored HTML instead")
     p.set_defaults(func=cmd_page)
     p = sub.add_parser("host", help="print a site's host record")
     p.add_argument("host", metavar="HOST", help="a hostname or a registered domain")
-    _add_source(p)
+    add_read_source(p)
     p.add_argument(
         "--debug",
         action="store_true",

@@ -11,20 +11,20 @@ import itertools
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trawl.cli import print_summary, run_async, run_crawl
-from trawl.config import Settings, with_overrides
-from trawl.loop.stop_signals import stop_requested, stop_signals_noted
-from trawl.store.layout import lock_data_dir
-from trawl.testweb.politeness import check_politeness
-from trawl.testweb.process import TestWebProcess
-from trawl.testweb.request_log import RequestLogRecord, read_request_log
+from trawl.cli.runner import print_summary, run_async, run_crawl
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
-    from pathlib import Path
+
+    from trawl.testweb.process import TestWebProcess
+    from trawl.testweb.request_log import RequestLogRecord
+
+# Start-up (issue 14): the parser imports this module, so the crawl's and the test web's
+# modules are imported by the functions that use them, when the demo runs.
 
 DEMO_CONTACT = "https://trawl.invalid/demo-contact"
 # A rerun in the same directory resumes the crawl; the test web must come back on the same
@@ -42,6 +42,16 @@ WEB_DIR = "demo-web"
 # a fraction of a second; a rerun started at once tries the port this many times.
 _PORT_ATTEMPTS = 3
 _PORT_RETRY_S = 1.0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("demo", help="crawl a built-in local test web and summarise")
+    p.add_argument("--sites", type=int, default=60, help="sites in the test web (default 60)")
+    p.add_argument("--pages", type=int, default=20, help="pages per site (default 20)")
+    p.add_argument("--seed", type=int, default=1, help="test web generator seed")
+    p.add_argument("--data", type=Path, default=Path("trawl-demo-data"), help="data directory")
+    p.add_argument("--max-time", type=float, default=300.0, help="stop after this many seconds")
+    p.set_defaults(func=cmd_demo)
 
 
 def _web_key(args: argparse.Namespace) -> dict[str, int]:
@@ -74,6 +84,9 @@ class _StoppedEarly(Exception):
 
 def _start_web(args: argparse.Namespace, data: Path) -> TestWebProcess:
     """The test web, on the earlier demo's port when this directory holds one."""
+    from trawl.loop.stop_signals import stop_requested
+    from trawl.testweb.process import TestWebProcess
+
     port = _earlier_port(args, data)
     workdir = data / WEB_DIR
     for attempt in range(_PORT_ATTEMPTS if port is not None else 0):
@@ -106,6 +119,8 @@ def _start_web(args: argparse.Namespace, data: Path) -> TestWebProcess:
 
 def _set_aside(data: Path) -> Path:
     """Move the earlier demo's directory out of the way (never while a trawl uses it)."""
+    from trawl.store.layout import lock_data_dir
+
     lock_data_dir(data).close()  # raises DataError while another trawl holds it
     for n in itertools.count(1):
         aside = data.with_name(f"{data.name}.old-{n}")
@@ -139,6 +154,8 @@ def _remember_web(args: argparse.Namespace, data: Path, port: int) -> None:
 def _all_requests(web: TestWebProcess, data: Path) -> list[RequestLogRecord]:
     """This run's requests after those of the earlier runs on the same web (kept in the
     data directory)."""
+    from trawl.testweb.request_log import read_request_log
+
     if web.log_path.exists():
         _append_log(web.log_path, data)
         web.log_path.unlink()
@@ -148,6 +165,8 @@ def _all_requests(web: TestWebProcess, data: Path) -> list[RequestLogRecord]:
 def cmd_demo(args: argparse.Namespace) -> int:
     """The demo; SIGINT/SIGTERM, to it or its process group, end it with status 0: the
     crawl checkpoints (the test web may be gone already) and a rerun resumes it."""
+    from trawl.loop.stop_signals import stop_signals_noted
+
     with stop_signals_noted():
         try:
             return _demo(args, args.data.resolve())
@@ -157,6 +176,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace, data: Path) -> int:
+    from trawl.config import Settings, with_overrides
+    from trawl.testweb.politeness import check_politeness
+
     data.mkdir(parents=True, exist_ok=True)
     _add_leftover_log(args, data)
     with _started_web(args, data) as web:

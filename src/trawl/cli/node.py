@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trawl.cli.options import add_fetch_options, add_seed_options, fetch_settings
+from trawl.cli.runner import run_async
 from trawl.errors import DataError
 
 if TYPE_CHECKING:
@@ -24,8 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         " and on SIGTERM/SIGINT hand them over and exit 0. Seeds given here are sent to"
         " their partitions' owners.",
     )
-    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("--seeds-file", type=Path, help="file of seed URLs, one per line")
+    add_seed_options(p)
     p.add_argument("--cluster", type=Path, required=True, metavar="FILE", help="cluster file")
     p.add_argument("--node-id", help="this node's member id (default: the host name)")
     p.add_argument(
@@ -39,22 +40,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--token-file", type=Path, help="operator token for the API's writes (or TRAWL_API_TOKEN)"
     )
-    for flag, kwargs in _SHARED_OPTIONS:
-        p.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    add_fetch_options(p)
     p.set_defaults(func=cmd_node)
-
-
-_SHARED_OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
-    ("--resolve", {"action": "append", "default": None, "metavar": "HOST:IP",
-                   "help": "map a name (or *.suffix) to an address, like curl; repeatable"}),
-    ("--hosts-file", {"help": "file of 'IP host...' lines"}),
-    ("--dns-server", {"help": "resolve names through this DNS server IP[:PORT]"}),
-    ("--allow-private", {"action": "store_true", "default": None,
-                         "help": "allow loopback/private addresses for names not mapped"}),
-    ("--user-agent", {"help": "full User-Agent (must name trawl and a contact URL)"}),
-    ("--contact", {"help": "contact URL for the User-Agent (required)"}),
-    ("--config", {"type": Path, "help": "TOML config file"}),
-)  # fmt: skip
 
 
 def cmd_node(args: argparse.Namespace) -> int:
@@ -63,31 +50,15 @@ def cmd_node(args: argparse.Namespace) -> int:
     require_cluster_packages("trawl node")
     # Imported here: redis, boto3 and psycopg add start-up time to every other command.
     from trawl.api.serve import bind_listener, read_token
-    from trawl.cli import run_async
     from trawl.cluster.cluster_file import load_cluster_file
     from trawl.cluster.wiring import default_node_id, run_node
-    from trawl.config import load_settings, with_overrides
     from trawl.loop.stop_signals import stop_signals_noted
     from trawl.wiring.embedded import normalise_rules
     from trawl.wiring.seeds import normalise_seeds, read_seeds
 
     cluster = load_cluster_file(args.cluster)
-    settings = with_overrides(
-        load_settings(args.config),
-        crawl={
-            "user_agent": args.user_agent,
-            "contact_url": args.contact,
-            "continuous": True,  # a node runs until told to stop
-            "max_pages": 0,
-            "max_time_s": 0.0,
-        },
-        network={
-            "resolve": tuple(args.resolve) if args.resolve else None,
-            "hosts_file": args.hosts_file,
-            "dns_server": args.dns_server,
-            "allow_private": args.allow_private,
-        },
-    )
+    # A node runs until told to stop.
+    settings = fetch_settings(args, continuous=True, max_pages=0, max_time_s=0.0)
     seeds = normalise_seeds(read_seeds(args.urls, args.seeds_file), normalise_rules(settings))
     api = None
     if args.listen:  # bound before anything starts: a busy address is a one-line error
