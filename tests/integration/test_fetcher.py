@@ -27,7 +27,7 @@ import pytest
 
 from trawl.errors import BlockedAddress, ConfigError, FetchError
 from trawl.fetch.dns import AiohttpResolver, CachingResolver, HostMap
-from trawl.fetch.fetcher import Fetcher, build_user_agent
+from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -259,18 +259,20 @@ async def _stop_web(web: Web, server: asyncio.Server) -> None:
 
 
 def run_with_web(
-    test: Callable[[Web, Fetcher], Awaitable[None]],
+    test: Callable[[Web, AiohttpFetcher], Awaitable[None]],
     *,
     host_map: HostMap | None = None,
     **fetcher_options: Any,
 ) -> None:
-    """Run `test` with a fresh server and a Fetcher whose HostMap points site.test at it."""
+    """Run `test` with a fresh server and an AiohttpFetcher whose HostMap points site.test at it."""
 
     async def main() -> None:
         web, server = await _start_web()
         resolver = CachingResolver(host_map or HostMap.from_options(["site.test:127.0.0.1"], None))
         try:
-            async with Fetcher(user_agent=UA, resolver=resolver, **fetcher_options) as fetcher:
+            async with AiohttpFetcher(
+                user_agent=UA, resolver=resolver, **fetcher_options
+            ) as fetcher:
                 await test(web, fetcher)
         finally:
             await resolver.close()
@@ -287,7 +289,7 @@ def url(web: Web, path: str, host: str = "site.test") -> str:
 
 
 def test_html_page_with_headers_ip_and_keep_alive() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         first = await fetcher.fetch(url(web, "/page"))
         second = await fetcher.fetch(url(web, "/page"), headers={"If-None-Match": '"v1"'})
         assert (first.status, first.error_kind, first.body) == (200, None, PAGE)
@@ -316,7 +318,7 @@ def test_html_page_with_headers_ip_and_keep_alive() -> None:
 def test_issue_14_result_carries_the_request_head_as_sent() -> None:
     """The WARC request record needs the head trawl sent; the server's view is the witness."""
 
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/page?x=1"), headers={"If-None-Match": '"v1"'})
         lines = result.request_head.decode("latin-1").split("\r\n")
         assert lines[0] == "GET /page?x=1 HTTP/1.1"
@@ -333,7 +335,7 @@ def test_issue_14_result_carries_the_request_head_as_sent() -> None:
 
 @pytest.mark.parametrize("path", ["/gzip", "/br", "/deflate"])
 def test_compressed_bodies_are_decoded(path: str) -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, path))
         assert (result.status, result.error_kind, result.body) == (200, None, PAGE)
 
@@ -341,7 +343,7 @@ def test_compressed_bodies_are_decoded(path: str) -> None:
 
 
 def test_redirect_is_not_followed() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/redirect"))
         assert result.status == 301
         assert result.header("Location") == "/page"
@@ -353,7 +355,7 @@ def test_redirect_is_not_followed() -> None:
 def test_issue_13_on_sent_is_called_once_the_request_head_is_out() -> None:
     """The per-IP gate times starts from here: after connecting, before the answer."""
 
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         seen: list[int] = []
         result = await fetcher.fetch(
             url(web, "/page"), on_sent=lambda: seen.append(len(web.connections))
@@ -371,7 +373,7 @@ def test_issue_13_on_sent_is_called_once_the_request_head_is_out() -> None:
 
 
 def test_robots_txt_is_read_only_when_asked() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         skipped = await fetcher.fetch(url(web, "/robots.txt"))
         read = await fetcher.fetch(url(web, "/robots.txt"), read_any_type=True)
         assert (skipped.status, skipped.body) == (200, None)
@@ -381,7 +383,7 @@ def test_robots_txt_is_read_only_when_asked() -> None:
 
 
 def test_concurrent_fetches() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         results = await asyncio.gather(*(fetcher.fetch(url(web, "/gzip")) for _ in range(50)))
         assert {(r.status, r.body) for r in results} == {(200, PAGE)}
         assert len(web.connections) <= 50
@@ -392,7 +394,7 @@ def test_concurrent_fetches() -> None:
 
 
 def test_unread_but_complete_responses_keep_the_connection() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         first = await fetcher.fetch(url(web, "/not-modified"))
         second = await fetcher.fetch(url(web, "/page"))
         assert (first.status, first.body, first.header("etag")) == (304, None, '"v1"')
@@ -406,7 +408,7 @@ def test_unread_but_complete_responses_keep_the_connection() -> None:
 
 
 def test_slow_drip_is_cut_at_the_total_deadline() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/drip"))
         assert (result.status, result.error_kind, result.body) == (0, "timeout", None)
         assert 1.4 < result.elapsed_s < 2.5
@@ -416,7 +418,7 @@ def test_slow_drip_is_cut_at_the_total_deadline() -> None:
 
 
 def test_body_over_the_raw_cap_is_truncated() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/big"))
         assert (result.status, result.error_kind) == (200, None)
         assert result.truncated
@@ -430,7 +432,7 @@ def test_body_over_the_raw_cap_is_truncated() -> None:
 
 
 def test_gzip_bomb_is_too_big() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         started = time.monotonic()
         result = await fetcher.fetch(url(web, "/bomb"))
         assert (result.status, result.error_kind, result.body) == (0, "too_big", None)
@@ -442,7 +444,7 @@ def test_gzip_bomb_is_too_big() -> None:
 
 
 def test_corrupt_gzip_is_a_decode_failure() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/corrupt-gzip"))
         assert (result.status, result.error_kind, result.body) == (0, "decode", None)
         assert result.header("content-encoding") == "gzip"  # kept for the record
@@ -451,7 +453,7 @@ def test_corrupt_gzip_is_a_decode_failure() -> None:
 
 
 def test_other_content_types_are_not_read() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         started = time.monotonic()
         result = await fetcher.fetch(url(web, "/pdf"))
         assert (result.status, result.body) == (200, None)
@@ -481,7 +483,7 @@ def test_other_content_types_are_not_read() -> None:
     ],
 )
 def test_broken_servers_become_results(path: str, kind: str) -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, path))
         assert (result.status, result.error_kind, result.body) == (0, kind, None)
         assert result.error
@@ -490,7 +492,7 @@ def test_broken_servers_become_results(path: str, kind: str) -> None:
 
 
 def test_connection_refused() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         with socket.socket() as probe:  # a port with nobody listening
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -501,7 +503,7 @@ def test_connection_refused() -> None:
 
 
 def test_cancellation_propagates() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         task = asyncio.create_task(fetcher.fetch(url(web, "/drip")))
         await asyncio.sleep(0.3)
         task.cancel()
@@ -515,7 +517,7 @@ def test_cancellation_propagates() -> None:
 
 
 def test_unmapped_loopback_name_is_blocked() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/page", host="localhost"))
         assert (result.status, result.error_kind) == (0, "blocked_address")
         literal = await fetcher.fetch(url(web, "/page", host="127.0.0.1"))
@@ -529,7 +531,7 @@ def test_unmapped_loopback_name_is_blocked() -> None:
 
 
 def test_allow_private_lets_loopback_through() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         ip = await fetcher.resolve("localhost")
         assert ip == "127.0.0.1"
         result = await fetcher.fetch(url(web, "/page", host="localhost"), ip=ip)
@@ -540,8 +542,8 @@ def test_allow_private_lets_loopback_through() -> None:
 
 
 def test_connector_resolver_guards_plain_aiohttp_use() -> None:
-    # The adapter on its own (no pin from Fetcher.fetch) resolves and checks too.
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    # The adapter on its own (no pin from AiohttpFetcher.fetch) resolves and checks too.
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         resolver = CachingResolver(HostMap.from_options(["site.test:127.0.0.1"], None))
         connector = aiohttp.TCPConnector(
             use_dns_cache=False, resolver=AiohttpResolver(resolver, allow_private=False)
@@ -557,7 +559,7 @@ def test_connector_resolver_guards_plain_aiohttp_use() -> None:
 
 
 def test_a_pinned_ip_is_checked_too() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(url(web, "/page", host="elsewhere.test"), ip="127.0.0.1")
         assert result.error_kind == "blocked_address"
         assert web.connections == []
@@ -566,7 +568,7 @@ def test_a_pinned_ip_is_checked_too() -> None:
 
 
 def test_unknown_name_is_a_dns_failure() -> None:
-    async def test(web: Web, fetcher: Fetcher) -> None:
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
         result = await fetcher.fetch(f"http://nowhere.invalid:{web.port}/")
         assert (result.status, result.error_kind, result.ip) == (0, "dns", None)
         other_scheme = await fetcher.fetch("ftp://site.test/file")
@@ -697,9 +699,9 @@ def test_dns_answer_pointing_at_loopback_is_refused_unless_allowed() -> None:
         resolver = CachingResolver(HostMap(), dns_server=f"127.0.0.1:{dns_port}")
         try:
             page = f"http://rebind.test:{web.port}/page"
-            async with Fetcher(user_agent=UA, resolver=resolver) as strict:
+            async with AiohttpFetcher(user_agent=UA, resolver=resolver) as strict:
                 refused = await strict.fetch(page)
-            async with Fetcher(user_agent=UA, resolver=resolver, allow_private=True) as lax:
+            async with AiohttpFetcher(user_agent=UA, resolver=resolver, allow_private=True) as lax:
                 allowed = await lax.fetch(page)
             assert refused.error_kind == "blocked_address"
             assert (allowed.status, allowed.body, allowed.ip) == (200, PAGE, "127.0.0.1")

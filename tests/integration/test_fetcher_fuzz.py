@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trawl.fetch.dns import CachingResolver, HostMap
-from trawl.fetch.fetcher import Fetcher
+from trawl.fetch.fetcher import AiohttpFetcher
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -67,7 +67,7 @@ def server() -> Iterator[RawServer]:
 
 async def fetch_once(port: int) -> FetchResult:
     resolver = CachingResolver(HostMap.from_options([], None))
-    fetcher = Fetcher(
+    fetcher = AiohttpFetcher(
         user_agent="trawl/0 (+https://trawl.invalid/test)",
         resolver=resolver,
         allow_private=True,

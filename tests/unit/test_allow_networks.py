@@ -10,7 +10,7 @@ import pytest
 from trawl.config import load_settings
 from trawl.errors import BlockedAddress, ConfigError
 from trawl.fetch.dns import AiohttpResolver, CachingResolver, HostMap
-from trawl.fetch.fetcher import Fetcher
+from trawl.fetch.fetcher import AiohttpFetcher
 from trawl.fetch.ssrf import check_address, is_in_networks, parse_networks
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def test_fetcher_refuses_ip_literals_and_mapped_names_before_connecting() -> Non
     async def run() -> list[str | None]:
         host_map = HostMap.from_options(["mapped.test:10.9.8.7", "ok.test:127.0.0.1"], None)
         resolver = CachingResolver(host_map)
-        async with Fetcher(
+        async with AiohttpFetcher(
             user_agent="trawl/test (+http://a.test/)",
             resolver=resolver,
             allow_private=True,

@@ -10,7 +10,7 @@ How this works:
   rest from one DNS server (--dns-server, via aiodns) or the system resolver. Answers are
   cached (failures for `negative_ttl_s`), and concurrent lookups of one name share a single
   query. It does not judge addresses: the SSRF guard runs on its answer (see `AiohttpResolver`
-  and `Fetcher.resolve`), which is why mapped names report `is_mapped`.
+  and `AiohttpFetcher.resolve`), which is why mapped names report `is_mapped`.
 """
 
 from __future__ import annotations
@@ -397,4 +397,4 @@ class AiohttpResolver(AbstractResolver):
         ]
 
     async def close(self) -> None:
-        """The CachingResolver is shared and owned by whoever built it; nothing to release."""
+        """The CachingResolver belongs to the fetcher, which closes it; nothing to release."""

@@ -184,10 +184,12 @@ class FetcherStats:
     bytes_read: int
 
 
-class Fetcher:
+class AiohttpFetcher:
     """GET pages over a shared keep-alive pool; see the module docstring for the rules.
 
-    The CachingResolver is shared, not owned: `close()` leaves it open.
+    `close()` closes the pool and the CachingResolver the fetcher was built with (the loop
+    closes the fetcher only); closing a CachingResolver is idempotent and keeps its cache,
+    so a resolver shared between fetchers stays usable.
     """
 
     def __init__(
@@ -225,7 +227,7 @@ class Fetcher:
     def __repr__(self) -> str:
         s = self.stats()
         return (
-            f"<Fetcher fetches={s.fetches} in_flight={s.in_flight} failures={s.failures} "
+            f"<AiohttpFetcher fetches={s.fetches} in_flight={s.in_flight} failures={s.failures} "
             f"bytes_read={s.bytes_read}>"
         )
 
@@ -252,6 +254,7 @@ class Fetcher:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+        await self.resolver.close()
 
     async def resolve(self, host: str) -> str:
         """The IP a fetch of `host` would use; raises FetchError("dns") or BlockedAddress."""

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from trawl.clock import Clock
     from trawl.cluster.ports import PartitionGate, SharedIpGate
     from trawl.config import Settings
-    from trawl.fetch.fetcher import Fetcher
+    from trawl.fetch.ports import Fetcher
     from trawl.frontier.frontier import Frontier
     from trawl.frontier.link_scores import LinkScores
     from trawl.frontier.ports import LinkRouter
@@ -525,7 +525,6 @@ class CrawlContext:
             self.checkpoint()
         finally:
             await self.fetcher.close()
-            await self.fetcher.resolver.close()
             self.cpu_pool.shutdown()
             self.warc.close()
             self.conn.close()

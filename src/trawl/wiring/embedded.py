@@ -13,7 +13,7 @@ from trawl import __version__
 from trawl.clock import Clock, SystemClock
 from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
-from trawl.fetch.fetcher import Fetcher, build_user_agent
+from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.frontier import Frontier
 from trawl.frontier.link_scores import LinkScores
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from trawl.config import Settings
+    from trawl.fetch.ports import Fetcher
     from trawl.seen.ports import SeenUrls
     from trawl.store.ports import Records, WarcSink
 
@@ -151,14 +152,14 @@ def build_context(
     )
 
 
-def _fetcher(settings: Settings) -> Fetcher:
+def _fetcher(settings: Settings) -> AiohttpFetcher:
     net = settings.network
     host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
     resolver = CachingResolver(
         host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
     )
     f = settings.fetch
-    return Fetcher(
+    return AiohttpFetcher(
         user_agent=user_agent(settings),
         resolver=resolver,
         allow_private=net.allow_private,
