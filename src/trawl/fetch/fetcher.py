@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 MIB = 1024 * 1024
 DEFAULT_STORED_TYPES = ("text/html", "application/xhtml+xml")
 ACCEPT_ENCODING = "gzip, deflate, br"
-_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
+ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _MAX_ERROR_CHARS = 300  # aiohttp quotes the offending bytes: a 20 KB header stays out of records
 
 
@@ -386,7 +386,7 @@ class AiohttpFetcher:
     def _request_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         headers = {
             "User-Agent": self.user_agent,
-            "Accept": _ACCEPT,
+            "Accept": ACCEPT,
             "Accept-Encoding": ACCEPT_ENCODING,
         }
         if extra:
