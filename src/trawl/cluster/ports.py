@@ -1,7 +1,8 @@
 """What the crawl loop asks of cluster mode: whose sites it may fetch, where new URLs go.
 
-Both are None in embedded mode (`CrawlContext.gate`, `CrawlContext.router`); the node
-(`cluster/node.py`) provides them.
+Both are None in embedded mode (`CrawlContext.gate`, `CrawlContext.router`); a node's
+`NodePlacement` (cluster/placement.py) provides them, until the loop takes a
+`loop.placement.Placement` in their place.
 """
 
 from __future__ import annotations
