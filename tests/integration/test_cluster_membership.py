@@ -55,19 +55,21 @@ class Journal:
         assert times, f"{member} never logged {event} for partition {partition}"
         return times[-1]
 
-    def on_acquired(self, member: str) -> Callable[[int, int], Awaitable[None]]:
-        async def load(partition: int, token: int) -> None:
-            self.events.append((time.monotonic(), member, "load", partition))
-            await asyncio.sleep(CALLBACK_S)
 
-        return load
+@dataclass
+class MemberJournal:
+    """One member's `PartitionHandler`, logging into the shared journal."""
 
-    def on_handover(self, member: str) -> Callable[[int, int | None], Awaitable[None]]:
-        async def checkpoint(partition: int, token: int | None) -> None:
-            await asyncio.sleep(CALLBACK_S)
-            self.events.append((time.monotonic(), member, "checkpointed", partition))
+    journal: Journal
+    member: str
 
-        return checkpoint
+    async def on_acquired(self, partition: int, token: int) -> None:
+        self.journal.events.append((time.monotonic(), self.member, "load", partition))
+        await asyncio.sleep(CALLBACK_S)
+
+    async def on_handover(self, partition: int, token: int | None) -> None:
+        await asyncio.sleep(CALLBACK_S)
+        self.journal.events.append((time.monotonic(), self.member, "checkpointed", partition))
 
 
 @dataclass
@@ -99,10 +101,9 @@ class Cluster:
             members=RedisMembers(client, self.keys),
             leases=RedisLeases(client, self.keys),
             timing=TIMING,
-            on_acquired=self.journal.on_acquired(member_id),
-            on_handover=self.journal.on_handover(member_id),
         )
-        node = Node(member_id, client, shell, asyncio.create_task(shell.run()))
+        handler = MemberJournal(self.journal, member_id)
+        node = Node(member_id, client, shell, asyncio.create_task(shell.run(handler)))
         self.nodes[member_id] = node
         return node
 

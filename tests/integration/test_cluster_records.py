@@ -9,7 +9,7 @@ import sqlite3
 import uuid
 from typing import TYPE_CHECKING
 
-from trawl.cluster.cluster_records import ClusterRecords
+from trawl.cluster.cluster_records import ClusterRecords, CommitPublisher
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.partitions import partition_of
 from trawl.cluster.redis_coord import ClusterKeys, CoordinatorUnavailable, connect
@@ -70,10 +70,10 @@ def test_records_wait_for_their_links_and_bodies(
         buffers = LinkBuffers(PARTITIONS, sent_capacity=1000)
         warc = WarcChunkWriter(blobs, node_id="n1")
         local = sqlite3.connect(":memory:", isolation_level=None)
-        records = ClusterRecords(
-            pg, local=local, warc=warc, buffers=buffers, links=flaky,  # type: ignore[arg-type]
-            owned=lambda: set(range(PARTITIONS)),
+        publisher = CommitPublisher(
+            pg, warc=warc, buffers=buffers, links=flaky,  # type: ignore[arg-type]
         )  # fmt: skip
+        records = ClusterRecords(pg, local=local, owned=lambda: set(range(PARTITIONS)))
         try:
             body = encode_response_record(
                 url="http://a.test/1", fetched_at=1001.0, ip="127.0.0.1",
@@ -90,16 +90,16 @@ def test_records_wait_for_their_links_and_bodies(
             records.commit()  # the cut: nothing reaches PostgreSQL yet
             assert records.get_page(page.url_hash) == page, "this node still reads it"
 
-            await records.publish()  # Redis is down: the links can't go, so nor can the record
+            await publisher.publish()  # Redis is down: the links can't go, so nor can the record
             fresh = PostgresRecords(fresh_conn)  # another node's view: committed data only
             assert fresh.get_page(page.url_hash) is None
             assert list(blobs.iter_keys("warc/")) == [], "no upload before the links are sent"
-            assert records.stats().cuts_waiting == 1
-            assert records.stats().failures == 1
+            assert publisher.stats().cuts_waiting == 1
+            assert publisher.stats().failures == 1
 
             flaky.down = False
-            await records.publish()
-            assert records.stats().cuts_waiting == 0
+            await publisher.publish()
+            assert publisher.stats().cuts_waiting == 0
             batch = (await links.read_links(partition_of("b.test", PARTITIONS), START, 10))[0]
             assert [(x.url, x.referrer) for x in batch.links] == [("http://b.test/2", "a.test")]
             assert fresh.get_page(page.url_hash) == page

@@ -3,15 +3,16 @@
 A page record may only commit once (1) the links its page found are in their partitions'
 streams and (2) its body is in an uploaded WARC chunk. So a commit has two halves:
 
-- `commit()` (sync, called wherever the crawl loop commits) commits the node's local SQLite
-  (the frontier: a cache of the partitions' state, which their checkpoints and streams can
-  rebuild); the shared stores' part waits for the next `publish`.
-- `publish()` (async, run by the commit loop after each commit, every 0.5 s) first *cuts*: in
-  one step, with no await in between, it takes the link buffers, seals the open WARC chunk
-  and cuts the pending PostgreSQL batch off. Then it completes the cuts in order: send the
-  links (one pipeline), upload the chunks (in a worker thread), commit the batch. Cutting
-  here rather than at each `commit()` keeps it to one cut per publish: the crawl loop
-  commits after every robots.txt, and a cut per commit queued hundreds of round trips.
+- `ClusterRecords.commit()` (sync, called wherever the crawl loop commits) commits the node's
+  local SQLite (the frontier: a cache of the partitions' state, which their checkpoints and
+  streams can rebuild); the shared stores' part waits for the next `publish`.
+- `CommitPublisher.publish()` (async, run by the commit loop after each commit, every 0.5 s)
+  first *cuts*: in one step, with no await in between, it takes the link buffers, seals the
+  open WARC chunk and cuts the pending PostgreSQL batch off. Then it completes the cuts in
+  order: send the links (one pipeline), upload the chunks (in a worker thread), commit the
+  batch. Cutting here rather than at each `commit()` keeps it to one cut per publish: the
+  crawl loop commits after every robots.txt, and a cut per commit queued hundreds of round
+  trips.
 
 If Redis or the object store fails, the cut waits and the next `publish` tries again from the
 step that failed (sending links and uploading chunks are both safe to repeat). If PostgreSQL
@@ -65,25 +66,23 @@ class PublishStats:
     last_failure: str
 
 
-class ClusterRecords:
-    """The `Records` port over PostgreSQL, with commits ordered after links and bodies."""
+class CommitPublisher:
+    """The second half of a node's commits: links, then WARC chunks, then the PostgreSQL
+    batch. Apart from `ClusterRecords` so that it exists before the crawl's local database
+    (the placement publishes through it)."""
 
     def __init__(
         self,
         records: PostgresRecords,
         *,
-        local: sqlite3.Connection,
         warc: WarcChunkWriter,
         buffers: LinkBuffers,
         links: RedisLinks,
-        owned: Callable[[], Collection[int]],
     ) -> None:
         self.pg = records
-        self._local = local
         self._warc = warc
         self._buffers = buffers
         self._links = links
-        self._owned = owned
         self._cuts: deque[_Cut] = deque()
         self._lock = asyncio.Lock()
         self._published = 0
@@ -91,18 +90,10 @@ class ClusterRecords:
         self._last_failure = ""
 
     def __repr__(self) -> str:
-        return f"<ClusterRecords cuts_waiting={len(self._cuts)} published={self._published}>"
+        return f"<CommitPublisher cuts_waiting={len(self._cuts)} published={self._published}>"
 
     def stats(self) -> PublishStats:
         return PublishStats(len(self._cuts), self._published, self._failures, self._last_failure)
-
-    # -- the two halves of a commit ------------------------------------------------------
-    def begin(self) -> None:
-        """Nothing: batches are always open."""
-
-    def commit(self) -> None:
-        if self._local.in_transaction:
-            self._local.execute("COMMIT")
 
     def _cut(self) -> None:
         links = self._buffers.take()
@@ -141,6 +132,32 @@ class ClusterRecords:
                 await asyncio.to_thread(self._warc.upload, cut.chunks)
             cut.chunks_uploaded = True
         self.pg.commit_batch(cut.batch)
+
+
+class ClusterRecords:
+    """The `Records` port over PostgreSQL, whose commits `CommitPublisher` completes."""
+
+    def __init__(
+        self,
+        records: PostgresRecords,
+        *,
+        local: sqlite3.Connection,
+        owned: Callable[[], Collection[int]],
+    ) -> None:
+        self.pg = records
+        self._local = local
+        self._owned = owned
+
+    def __repr__(self) -> str:
+        return f"<ClusterRecords {self.pg!r}>"
+
+    # -- the first half of a commit ------------------------------------------------------
+    def begin(self) -> None:
+        """Nothing: batches are always open."""
+
+    def commit(self) -> None:
+        if self._local.in_transaction:
+            self._local.execute("COMMIT")
 
     # -- the rest of the port: PostgreSQL's ------------------------------------------------
     def put_page(self, record: PageRecord, event: PageFetchedEvent | None) -> None:

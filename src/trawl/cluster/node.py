@@ -2,11 +2,13 @@
 
 How this works:
 - The crawl loop runs as in embedded mode on a local working directory (SQLite frontier,
-  in-link counts), with three differences set on its CrawlContext: `gate` lets it fetch only
-  sites of partitions this node holds and has loaded; `router` sends every URL it discovers
-  to the link stream of the URL's partition (this node's own included), so the streams plus
-  the partitions' checkpoints hold every discovered URL, whatever machine dies; and records go
+  in-link counts), placed by `NodePlacement` (cluster/placement.py): it fetches only sites
+  of partitions this node holds and has loaded; it sends every URL it discovers to the link
+  stream of the URL's partition (this node's own included), so the streams plus the
+  partitions' checkpoints hold every discovered URL, whatever machine dies; and records go
   to PostgreSQL, bodies to object storage, in that order after the links (cluster_records).
+- What is loaded, stream positions and checkpoint timing are `PartitionTable`'s (pure);
+  this module does the I/O around its decisions.
 - `consume` reads the streams of the loaded partitions from each one's position, claims
   every URL in the partition's seen slice and queues the new ones locally.
 - `on_acquired` (lease won): load the partition's latest checkpoint (queue rows, seen slice,
@@ -26,15 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.partition_checkpoint import PartitionCheckpoint, QueuedRow, decode
-from trawl.cluster.partitions import partition_of
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.redis_links import START, RoutedLink
 from trawl.errors import DataError
@@ -42,8 +41,8 @@ from trawl.model import CrawlUrl, Line, UrlKind
 from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 
 if TYPE_CHECKING:
-    from trawl.cluster.cluster_records import ClusterRecords
-    from trawl.cluster.ownership_shell import OwnershipShell
+    from trawl.cluster.cluster_records import CommitPublisher
+    from trawl.cluster.partition_table import NodeStats, PartitionTable
     from trawl.cluster.redis_links import RedisLinks
     from trawl.loop.context import CrawlContext
     from trawl.seen.partitioned import PartitionedSeen
@@ -61,83 +60,51 @@ CHECKPOINT_UPLOADS = 8  # checkpoint objects uploaded at once
 FETCHED_SLACK_S = 120.0
 
 
-@dataclass(frozen=True, slots=True)
-class NodeStats:
-    loaded: int
-    acquired: int
-    handed_over: int
-    checkpoints: int
-    links_consumed: int
-    links_new: int
-    rows_restored: int
-    rows_skipped_fetched: int
+class Leases(Protocol):
+    """What the node asks of its partitions' leases (`OwnershipShell`)."""
+
+    def may_fetch(self, partition: int) -> bool: ...
+
+    def token(self, partition: int) -> int | None: ...
 
 
 class ClusterNode:
+    """The `PartitionHandler` of a node's `OwnershipShell`, plus its stream consumer and
+    checkpoint loop. Which partitions are loaded is `table`'s; the lease is `leases`'."""
+
     def __init__(
         self,
         *,
         ctx: CrawlContext,
-        records: ClusterRecords,
+        table: PartitionTable,
+        leases: Leases,
+        publisher: CommitPublisher,
         links: RedisLinks,
         blobs: BlobStore,
         seen: PartitionedSeen,
-        partitions: int,
         checkpoint_interval_s: float,
     ) -> None:
         self.ctx = ctx
-        self.records = records
+        self.table = table
+        self.leases = leases
+        self.publisher = publisher
         self.links = links
         self.blobs = blobs
         self.seen = seen
-        self.partitions = partitions
         self.checkpoint_interval_s = checkpoint_interval_s
-        self.shell: OwnershipShell | None = None  # set by the wiring (it needs our callbacks)
-        self._positions: dict[int, str] = {}  # loaded partitions → last stream entry queued
-        self._generation: dict[int, int] = {}
-        self._acquired_at: dict[int, float] = {}
-        self._changed: set[int] = set()
-        self._checkpointed_at: dict[int, float] = {}
-        self._counts = dict.fromkeys(
-            ("acquired", "handed_over", "checkpoints", "consumed", "new", "restored", "skipped"),
-            0,
-        )
 
     def __repr__(self) -> str:
-        return f"<ClusterNode loaded={len(self._positions)} {self.records!r}>"
+        return f"<ClusterNode {self.table!r} {self.publisher!r}>"
 
     def stats(self) -> NodeStats:
-        c = self._counts
-        return NodeStats(
-            len(self._positions), c["acquired"], c["handed_over"], c["checkpoints"],
-            c["consumed"], c["new"], c["restored"], c["skipped"],
-        )  # fmt: skip
+        return self.table.stats()
 
-    @functools.lru_cache(maxsize=1 << 16)  # noqa: B019 - one node per process, lives as long
     def partition(self, site: str) -> int:
-        return partition_of(site, self.partitions)
-
-    # -- the gate -------------------------------------------------------------------------
-    def may_fetch(self, site: str) -> bool:
-        partition = self.partition(site)
-        return (
-            partition in self._positions
-            and self.shell is not None
-            and self.shell.may_fetch(partition)
-        )
-
-    def owned(self) -> set[int]:
-        """Partitions loaded here and fetchable now."""
-        return {p for p in self._positions if self.shell is not None and self.shell.may_fetch(p)}
-
-    def restarted_at(self, site: str) -> float:
-        """A site may have been fetched by another machine just before we took its
-        partition over (or before our start)."""
-        return max(self.ctx.run.started_at, self._acquired_at.get(self.partition(site), 0.0))
+        return self.table.partition_of(site)
 
     # -- taking a partition over ----------------------------------------------------------
     async def on_acquired(self, partition: int, token: int) -> None:
-        if partition in self._positions:
+        if self.table.is_loaded(partition):
             # Lost (a renewal failed) and won again: the gate has stopped new turns; let the
             # running ones end, then rebuild from the shared state like any new owner.
             await self._wait_turns_done(partition)
@@ -150,14 +117,11 @@ class ClusterNode:
             self.seen.load_slice(partition, checkpoint.seen_slice)
             since = checkpoint.taken_at - FETCHED_SLACK_S
             rows, position = checkpoint.queue, checkpoint.stream_id
-        fetched = self.records.pg.fetched_since(partition, since)
+        fetched = self.publisher.pg.fetched_since(partition, since)
         self.seen.add(partition, fetched)
         self._restore(rows, set(fetched))
-        self._acquired_at[partition] = self.ctx.clock.now()
-        self._checkpointed_at[partition] = time.time()  # the first one an interval from now
-        self._positions[partition] = position
-        self._generation[partition] = self._generation.get(partition, 0) + 1
-        self._counts["acquired"] += 1
+        # The first checkpoint is due an interval from now.
+        self.table.load(partition, position, now=self.ctx.clock.now(), wall_now=time.time())
         log.info(
             "partition %d: taken over (token %d, %d rows, stream after %s)",
             partition, token, len(rows), position,
@@ -174,27 +138,28 @@ class ClusterNode:
 
     def _restore(self, rows: tuple[QueuedRow, ...], fetched: set[str]) -> None:
         ctx = self.ctx
+        skipped = 0
         for row in rows:
             if row.url_hash in fetched:  # its page was stored after the checkpoint
-                self._counts["skipped"] += 1
+                skipped += 1
                 continue
             item = CrawlUrl(
                 row.url, row.url_hash, row.site, row.depth, Line(row.line), row.discovered_at,
                 UrlKind(row.kind), row.score, row.score_parts, row.redirects,
             )  # fmt: skip
             ctx.frontier.enqueue(item, attempts=row.attempts)
-            self._counts["restored"] += 1
+        self.table.note_restored(len(rows) - skipped, skipped)
         ctx.durability.commit()
 
     # -- handing a partition over ---------------------------------------------------------
     async def on_handover(self, partition: int, token: int | None) -> None:
-        if partition not in self._positions:
+        if not self.table.is_loaded(partition):
             return
         await self._wait_turns_done(partition)
         if token is not None:
             await self.checkpoint(partition, token)
         self._forget(partition)
-        self._counts["handed_over"] += 1
+        self.table.note_handed_over()
         log.info("partition %d: handed over", partition)
 
     async def _wait_turns_done(self, partition: int) -> None:
@@ -226,8 +191,7 @@ class ClusterNode:
         ctx.sites.forget(sites)
         ctx.run.blocked.difference_update(sites)
         self.seen.drop(partition)
-        self._positions.pop(partition, None)
-        self._changed.discard(partition)
+        self.table.forget(partition)
         ctx.durability.commit()
 
     # -- checkpoints ------------------------------------------------------------------------
@@ -240,12 +204,12 @@ class ClusterNode:
         fence) and trim its stream up to the position the checkpoint covers."""
         ctx = self.ctx
         sites = self._sites_by_partition()
-        positions = {p: self._positions[p] for p in tokens if p in self._positions}
+        positions = self.table.checkpoint_positions(tokens)
         for partition in positions:
             for site in sites.get(partition, ()):
                 ctx.sites.write(site)
         ctx.durability.commit()
-        await self.records.publish()  # host records and pages before the checkpoints
+        await self.publisher.publish()  # host records and pages before the checkpoints
         uploads = [
             self._write_checkpoint(p, tokens[p], position, sites.get(p, []))
             for p, position in positions.items()
@@ -265,10 +229,7 @@ class ClusterNode:
         ).encode()
         key = checkpoint_keys.key_for(partition, token, taken_at)
         await asyncio.to_thread(self.blobs.put, key, data)
-        self._checkpointed_at[partition] = taken_at
-        if self._positions.get(partition) == position:
-            self._changed.discard(partition)
-        self._counts["checkpoints"] += 1
+        self.table.checkpointed(partition, position, wall_now=taken_at)
         if position != START:
             with contextlib.suppress(CoordinatorUnavailable):  # trimmed after the next one
                 await self.links.trim_through(partition, position)
@@ -285,25 +246,26 @@ class ClusterNode:
         CHECKPOINT_BATCH per second so a burst of due partitions does not stall the crawl."""
         while not self.ctx.run.stopping:
             await asyncio.sleep(min(1.0, self.checkpoint_interval_s))
-            now = time.time()
-            due: dict[int, int] = {}
-            for partition in sorted(self._changed):
-                token = self._token(partition)
-                next_at = self._checkpointed_at.get(partition, 0.0) + self.checkpoint_interval_s
-                if token is not None and now >= next_at and partition in self._positions:
-                    due[partition] = token
-                if len(due) >= CHECKPOINT_BATCH:
-                    break
+            due = self.table.due_checkpoints(
+                time.time(),
+                interval_s=self.checkpoint_interval_s,
+                batch=CHECKPOINT_BATCH,
+                tokens=self._tokens(self.table.changed()),
+            )
             if due:
                 try:
                     await self.checkpoint_many(due)
                 except DataError as exc:
                     log.warning("checkpoints failed, will retry: %s", exc)
 
-    def _token(self, partition: int) -> int | None:
-        if self.shell is None or not self.shell.may_fetch(partition):
-            return None
-        return self.shell.token(partition)
+    def _tokens(self, partitions: set[int]) -> dict[int, int]:
+        """The fencing tokens of those of `partitions` fetchable now."""
+        tokens: dict[int, int] = {}
+        for partition in partitions:
+            token = self.leases.token(partition) if self.leases.may_fetch(partition) else None
+            if token is not None:
+                tokens[partition] = token
+        return tokens
 
     # -- the link streams -----------------------------------------------------------------
     async def consume(self) -> None:
@@ -321,26 +283,22 @@ class ClusterNode:
 
     async def consume_once(self) -> int:
         """One read of every loaded partition's stream; returns the links read."""
-        positions = dict(self._positions)
-        if not positions:
+        snapshot = self.table.begin_read()
+        if not snapshot.positions:
             return 0
-        generations = {p: self._generation[p] for p in positions}
-        batches = await self.links.read_many(positions, READ_ENTRIES)
+        batches = await self.links.read_many(snapshot.positions, READ_ENTRIES)
         read = 0
         for partition, entries in batches.items():
-            if not entries or self._generation.get(partition) != generations[partition]:
+            if not entries or not self.table.is_current(snapshot, partition):
                 continue  # forgotten or taken over afresh while we read
-            if partition not in self._positions:
-                continue
             for entry in entries:
                 if entry.control is not None:
                     self._apply(entry.control, entry.entry_id)
                 for link in entry.links:
                     self._accept(partition, link)
                 read += len(entry.links)
-                self._positions[partition] = entry.entry_id
-            self._changed.add(partition)
-        self._counts["consumed"] += read
+                self.table.advance(partition, entry.entry_id)
+        self.table.note_consumed(read)
         return read
 
     def _apply(self, control: dict[str, object], entry_id: str) -> None:
@@ -370,4 +328,4 @@ class ClusterNode:
             UrlKind(link.kind), link.score, link.parts, link.redirects,
         )  # fmt: skip
         if ctx.intake.add_routed(item, must_crawl=link.must_crawl):
-            self._counts["new"] += 1
+            self.table.note_new()

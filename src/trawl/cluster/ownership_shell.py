@@ -1,7 +1,7 @@
 """The async shell around `ownership.Ownership`: one member's heartbeats, leases and hand-overs.
 
 How this works:
-- `run()` is one task of this member. Inside it, one loop heartbeats the member every
+- `run(handler)` is one task of this member. Inside it, one loop heartbeats the member every
   `member_ttl_s / 3` and reads the live member list; when the list changes it recomputes
   `partitions.assign` and gives this member's share to the pure core. A second loop asks the
   core what is due (`due(now)`), starts one task per action and sleeps until `next_due_at()`
@@ -10,12 +10,13 @@ How this works:
   hung Redis delays nothing else; a timeout is reported as `failed`, and the core stops
   fetching at its local deadline whatever Redis does. When Redis answers again, renewals
   that find our token go on; refused ones make the core acquire again.
-- Callbacks: `on_acquired(partition, token)` runs after a lease is won and before
-  `may_fetch` says yes (the crawler loads the checkpoint and replays the link stream);
-  `on_handover(partition, token)` runs for a partition assigned away (the crawler stops,
-  checkpoints, returns) and only then is the lease released. Both run one at a time per
-  partition, so a hand-over never overlaps the acquisition it follows. `token` is None in a
-  hand-over when the lease was lost meanwhile.
+- Callbacks (the `PartitionHandler` given to `run`, so the shell can be built before the
+  node whose lease questions it answers): `on_acquired(partition, token)` runs after a
+  lease is won and before `may_fetch` says yes (the crawler loads the checkpoint and
+  replays the link stream); `on_handover(partition, token)` runs for a partition assigned
+  away (the crawler stops, checkpoints, returns) and only then is the lease released. Both
+  run one at a time per partition, so a hand-over never overlaps the acquisition it
+  follows. `token` is None in a hand-over when the lease was lost meanwhile.
 - `stop()` deregisters first (the others start asking for our partitions at once and retry
   every `retry_s` until we release), then hands every partition over and releases it.
 - Time is `monotonic()` (injected): leases are measured on this machine's monotonic clock;
@@ -32,7 +33,7 @@ import contextlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from trawl.cluster.ownership import (
     Acquire,
@@ -55,13 +56,21 @@ if TYPE_CHECKING:
     from trawl.cluster.redis_leases import RedisLeases
     from trawl.cluster.redis_members import RedisMembers
 
-    OnAcquired = Callable[[int, int], Awaitable[None]]
-    OnHandover = Callable[[int, int | None], Awaitable[None]]
-
 T = TypeVar("T")
 # No answer in time, or none at all: the request may or may not have been applied.
 _NO_ANSWER = (CoordinatorUnavailable, TimeoutError)
 MAX_IN_FLIGHT = 32  # lease requests per member at once: 1,024 acquires at start-up queue here
+
+
+class PartitionHandler(Protocol):
+    """What a member does when it wins a partition's lease and before it lets one go."""
+
+    async def on_acquired(self, partition: int, token: int) -> None:
+        """Load the partition; `may_fetch` says yes only after this returns."""
+
+    async def on_handover(self, partition: int, token: int | None) -> None:
+        """Stop, checkpoint (`token` is None when the lease was lost meanwhile: no fence to
+        write with) and forget the partition; the lease is released after this returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +145,6 @@ class OwnershipShell:
         members: RedisMembers,
         leases: RedisLeases,
         timing: ClusterTiming,
-        on_acquired: OnAcquired,
-        on_handover: OnHandover,
         info: Mapping[str, str] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -145,7 +152,6 @@ class OwnershipShell:
         self._partitions = partitions
         self._members, self._leases = members, leases
         self._timing = timing
-        self._on_acquired, self._on_handover = on_acquired, on_handover
         self._info = dict(info or {})
         self._now = monotonic
         self.core = Ownership(timing.lease_timing())
@@ -159,6 +165,7 @@ class OwnershipShell:
         self._finished = asyncio.Event()
         self._drain_until: float | None = None  # set once deregistered: stop driving then
         self._tasks: asyncio.TaskGroup | None = None
+        self._handler: PartitionHandler | None = None  # run()'s: callbacks run inside it
 
     # -- questions (the crawler's) -------------------------------------------------------------
     def may_fetch(self, partition: int) -> bool:
@@ -196,15 +203,16 @@ class OwnershipShell:
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
-    async def run(self) -> None:
-        """Heartbeat, follow the members and hold leases until `stop()` has handed over.
+    async def run(self, handler: PartitionHandler) -> None:
+        """Heartbeat, follow the members and hold leases until `stop()` has handed over,
+        calling `handler` as partitions come and go.
 
         Cancelling this task is a crash as far as the cluster can tell: nothing is released,
         the others take the partitions once the member and its leases expire.
         """
         try:
             async with asyncio.TaskGroup() as tasks:
-                self._tasks = tasks
+                self._tasks, self._handler = tasks, handler
                 tasks.create_task(self._follow_members())
                 await self._drive()
         finally:
@@ -275,6 +283,11 @@ class OwnershipShell:
             raise AssertionError("OwnershipShell: a task spawned outside run()")
         self._tasks.create_task(work)
 
+    def _running_handler(self) -> PartitionHandler:
+        if self._handler is None:
+            raise AssertionError("OwnershipShell: a callback outside run()")
+        return self._handler
+
     async def _perform(self, action: Action) -> None:
         if isinstance(action, Checkpoint):
             await self._hand_over(action.partition, action.token)
@@ -342,13 +355,13 @@ class OwnershipShell:
                 self._tokens.get(partition) != token
             ):
                 return  # assigned away, or lost (and won again), while a callback ran
-            await self._on_acquired(partition, token)
+            await self._running_handler().on_acquired(partition, token)
             self._ready[partition] = token
 
     async def _hand_over(self, partition: int, token: int | None) -> None:
         async with self._callback_locks[partition]:
             self._ready.pop(partition, None)
-            await self._on_handover(partition, token)
+            await self._running_handler().on_handover(partition, token)
         self.core.checkpointed(partition, self._now())
         called_off = self.core.state(partition) is LeaseState.OWNED
         if called_off and token is not None and self._tokens.get(partition) == token:

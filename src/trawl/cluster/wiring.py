@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 from trawl import __version__
 from trawl.api.crawl_view import SharedStores
 from trawl.api.serve import serve_api
-from trawl.cluster.cluster_records import ClusterRecords
+from trawl.clock import SystemClock
+from trawl.cluster.cluster_records import ClusterRecords, CommitPublisher
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import ClusterNode
 from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
+from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.partitions import partition_of
-from trawl.cluster.redis_coord import ClusterKeys, CoordinatorUnavailable, connect, ensure_layout
+from trawl.cluster.placement import NodePlacement
+from trawl.cluster.redis_coord import ClusterKeys, connect, ensure_layout
 from trawl.cluster.redis_ip_gate import RedisIpGate
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
@@ -75,66 +78,6 @@ class NodeSummary:
     acquired: int
     handed_over: int
     checkpoints: int
-
-
-class SharedIpSlots:
-    """The `SharedIpGate` port over `RedisIpGate`: waits for a slot, and turns Redis being
-    unreachable into 'no request now' (the turn ends in a retry)."""
-
-    def __init__(self, gate: RedisIpGate) -> None:
-        self._gate = gate
-
-    async def acquire(self, ip: str) -> bool:
-        try:
-            while (wait_s := await self._gate.try_acquire(ip)) is not None:  # noqa: ASYNC110
-                await asyncio.sleep(max(wait_s, 0.01))  # the slot is in Redis: poll it
-        except CoordinatorUnavailable as exc:
-            log.warning("per-IP slot on %s: %s", ip, exc)
-            return False
-        return True
-
-    async def release(self, ip: str) -> None:
-        with contextlib.suppress(CoordinatorUnavailable):
-            await self._gate.release(ip)
-
-
-class _InterimPlacement:
-    """The node's `Placement` until cluster/placement.py's lands: the node answers for
-    the partitions (it is built after the loop's parts, hence `node` set afterwards)."""
-
-    def __init__(
-        self, owner: str, router: LinkBuffers, records: ClusterRecords, ip_slots: SharedIpSlots
-    ) -> None:
-        self._owner = owner
-        self._router = router
-        self._records = records
-        self._ip_slots = ip_slots
-        self._started_at = time.time()
-        self.node: ClusterNode | None = None
-
-    @property
-    def owner(self) -> str:
-        return self._owner
-
-    @property
-    def router(self) -> LinkBuffers:
-        return self._router
-
-    def may_fetch(self, site: str) -> bool:
-        return self.node is not None and self.node.may_fetch(site)
-
-    async def take_ip_slot(self, ip: str) -> bool:
-        return await self._ip_slots.acquire(ip)
-
-    async def give_ip_slot(self, ip: str) -> None:
-        await self._ip_slots.release(ip)
-
-    async def publish(self) -> None:
-        await self._records.publish()
-
-    def restarted_at(self, site: str) -> float:
-        # A site may have been fetched by another machine just now.
-        return self._started_at if self.node is None else self.node.restarted_at(site)
 
 
 def _empty_cache(work_dir: Path) -> None:
@@ -204,47 +147,31 @@ async def _run(
         fp_rate=settings.seen.false_positive_rate,
         partitions=n,
     )
-    node_ref: list[ClusterNode] = []
-    local = open_database(work_dir / DB_NAME)
-    records = ClusterRecords(
-        pg, local=local, warc=warc, buffers=buffers, links=links,
-        owned=lambda: node_ref[0].owned() if node_ref else set(),
-    )  # fmt: skip
-    p = settings.politeness
-    placement = _InterimPlacement(
-        node_id,
-        buffers,
-        records,
-        SharedIpSlots(
-            RedisIpGate(
-                client, keys, node_id,
-                max_in_flight=p.per_ip_max_in_flight,
-                min_gap_s=p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
-                hold_ttl_s=settings.fetch.total_timeout_s + IP_HOLD_TTL_S_EXTRA,
-            )
-        ),
-    )  # fmt: skip
-    ctx = build_context(
-        settings, work_dir, conn=local, records=records, warc=warc, seen=seen, placement=placement
-    )
-    node = ClusterNode(
-        ctx=ctx, records=records, links=links, blobs=blobs, seen=seen,
-        partitions=n, checkpoint_interval_s=settings.node.checkpoint_interval_s,
-    )  # fmt: skip
-    node_ref.append(node)
-    placement.node = node
+    clock = SystemClock()
+    table = PartitionTable(n, started_at=clock.now())
     shell = OwnershipShell(
         member_id=node_id,
         partitions=n,
         members=RedisMembers(client, keys),
         leases=RedisLeases(client, keys),
         timing=timing,
-        on_acquired=node.on_acquired,
-        on_handover=node.on_handover,
         info={"version": __version__, "host": socket.gethostname(), "started": str(time.time())},
     )
-    node.shell = shell
+    publisher = CommitPublisher(pg, warc=warc, buffers=buffers, links=links)
+    placement = _placement(settings, client, keys, node_id, table, shell, buffers, publisher)
+
+    local = open_database(work_dir / DB_NAME)
+    records = ClusterRecords(pg, local=local, owned=placement.owned)
+    ctx = build_context(
+        settings, work_dir, clock,
+        conn=local, records=records, warc=warc, seen=seen, placement=placement,
+    )  # fmt: skip
+    node = ClusterNode(
+        ctx=ctx, table=table, leases=shell, publisher=publisher, links=links, blobs=blobs,
+        seen=seen, checkpoint_interval_s=settings.node.checkpoint_interval_s,
+    )  # fmt: skip
     add_seeds(ctx, seeds)  # routed: sent with the first publish
+    status = StatusCache(cluster)
     shared = SharedStores(
         open_records=lambda: PostgresRecords(open_postgres(cluster.postgres_dsn)),
         read_body=lambda key: read_record_from_blobs(blobs, key),
@@ -253,7 +180,6 @@ async def _run(
         ),
         cluster_metrics=lambda: status_metrics(status.latest) if status.latest else iter(()),
     )
-    status = StatusCache(cluster)
     serve = None
     if api is not None:
         serve = _serving(serve_api(ctx, api[0], api[1], shared), status.run(ctx.run.wait_stopped))
@@ -262,9 +188,36 @@ async def _run(
     finally:
         with contextlib.suppress(DataError):
             await ctx.durability.close()
-            await records.publish()  # the final cut of close()'s checkpoint
+            await publisher.publish()  # the final cut of close()'s checkpoint
         pg_conn.close()
         blobs.close()
+
+
+def _placement(
+    settings: Settings,
+    client: RedisClient,
+    keys: ClusterKeys,
+    node_id: str,
+    table: PartitionTable,
+    shell: OwnershipShell,
+    buffers: LinkBuffers,
+    publisher: CommitPublisher,
+) -> NodePlacement:
+    p = settings.politeness
+    ip_slots = RedisIpGate(
+        client, keys, node_id,
+        max_in_flight=p.per_ip_max_in_flight,
+        min_gap_s=p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
+        hold_ttl_s=settings.fetch.total_timeout_s + IP_HOLD_TTL_S_EXTRA,
+    )  # fmt: skip
+    return NodePlacement(
+        owner=node_id,
+        table=table,
+        leases=shell,
+        router=buffers,
+        publisher=publisher,
+        ip_slots=ip_slots,
+    )
 
 
 async def _serving(api: Coroutine[Any, Any, None], status: Coroutine[Any, Any, None]) -> None:
@@ -284,7 +237,7 @@ async def _crawl(
     started = time.monotonic()
     with stop_on_signals(ctx.run.request_stop):
         async with asyncio.TaskGroup() as tasks:
-            ownership = tasks.create_task(shell.run())
+            ownership = tasks.create_task(shell.run(node))
             tasks.create_task(node.consume())
             tasks.create_task(node.checkpoint_loop())
             progress = tasks.create_task(report_progress(ctx, out, is_tty=False))
@@ -292,7 +245,7 @@ async def _crawl(
                 tasks.create_task(serve)  # returns once the crawl is stopping
             await Crawler(ctx).run()  # returns once stopping and its turns are done
             progress.cancel()
-            await node.records.publish()
+            await node.publisher.publish()
             await shell.stop()  # hands every partition over: checkpoint, then release
             await ownership
     s = node.stats()

@@ -1,0 +1,112 @@
+"""Cluster mode's `Placement` (loop/placement.py): one node among the machines crawling.
+
+- `may_fetch(site)`: the site's partition is loaded here (`PartitionTable`) and its lease
+  is fetchable (confirmed, before its local deadline: `OwnershipShell.may_fetch`).
+- The IP slot: the per-IP cap across machines (sites sharing a server may sit in partitions
+  owned by different machines), held in the coordinator; polled, since the slot frees on
+  another machine. The coordinator being unreachable means "no request now": the turn ends
+  in a retry, the URL unsent.
+- `router`: every discovered URL goes to its partition's link stream (`LinkBuffers`), this
+  node's own partitions included; `publish` sends them with the commit (`CommitPublisher`).
+- `restarted_at(site)`: never None, since another machine may have fetched any site just
+  now; the later of the node's start and the partition's take-over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from trawl.cluster.redis_coord import CoordinatorUnavailable
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from trawl.cluster.partition_table import PartitionTable
+    from trawl.frontier.ports import LinkRouter
+
+log = logging.getLogger(__name__)
+
+MIN_POLL_S = 0.01  # the shortest wait between two asks for a busy IP slot
+
+
+class LeaseView(Protocol):
+    """Whether this node's lease on a partition lets it fetch now (`OwnershipShell`)."""
+
+    def may_fetch(self, partition: int) -> bool: ...
+
+
+class IpSlotStore(Protocol):
+    """The coordinator's per-IP slots (`RedisIpGate`); raise CoordinatorUnavailable."""
+
+    async def try_acquire(self, ip: str) -> float | None:
+        """None: the slot is ours; else seconds to wait before asking again."""
+
+    async def release(self, ip: str) -> None: ...
+
+
+class Publisher(Protocol):
+    async def publish(self) -> None: ...
+
+
+class NodePlacement:
+    """The `Placement` of a cluster node (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        owner: str,
+        table: PartitionTable,
+        leases: LeaseView,
+        router: LinkRouter,
+        publisher: Publisher,
+        ip_slots: IpSlotStore,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._owner = owner
+        self._table = table
+        self._leases = leases
+        self._router = router
+        self._publisher = publisher
+        self._ip_slots = ip_slots
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"<NodePlacement {self._owner} {self._table!r}>"
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    @property
+    def router(self) -> LinkRouter:
+        return self._router
+
+    def may_fetch(self, site: str) -> bool:
+        partition = self._table.partition_of(site)
+        return self._table.is_loaded(partition) and self._leases.may_fetch(partition)
+
+    def owned(self) -> set[int]:
+        """Partitions loaded here and fetchable now (whose due pages this node takes)."""
+        return {p for p in self._table.loaded() if self._leases.may_fetch(p)}
+
+    async def take_ip_slot(self, ip: str) -> bool:
+        try:
+            while (wait_s := await self._ip_slots.try_acquire(ip)) is not None:
+                await self._sleep(max(wait_s, MIN_POLL_S))  # the slot is in Redis: poll it
+        except CoordinatorUnavailable as exc:
+            log.warning("per-IP slot on %s: %s", ip, exc)
+            return False
+        return True
+
+    async def give_ip_slot(self, ip: str) -> None:
+        with contextlib.suppress(CoordinatorUnavailable):  # a lost slot expires on its own
+            await self._ip_slots.release(ip)
+
+    async def publish(self) -> None:
+        await self._publisher.publish()
+
+    def restarted_at(self, site: str) -> float:
+        return self._table.restarted_at(site)

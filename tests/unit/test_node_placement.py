@@ -1,0 +1,174 @@
+"""Cluster mode's Placement: a node's answers from its partition table and its leases, with
+fakes for the coordinator (the Redis adapters have their integration tests)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from trawl.cluster.partition_table import PartitionTable
+from trawl.cluster.partitions import partition_of
+from trawl.cluster.placement import MIN_POLL_S, NodePlacement
+from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.cluster.redis_links import START
+from trawl.model import CrawlUrl, Line
+
+if TYPE_CHECKING:
+    from trawl.loop.placement import Placement
+
+N = 8
+STARTED_AT = 1000.0
+
+
+def site_in(partition: int) -> str:
+    return next(s for i in range(10_000) if partition_of(s := f"s{i}.test", N) == partition)
+
+
+@dataclass
+class FakeLeases:
+    fetchable: set[int] = field(default_factory=set)
+
+    def may_fetch(self, partition: int) -> bool:
+        return partition in self.fetchable
+
+
+@dataclass
+class FakeIpSlots:
+    """Answers `try_acquire` from a script: a float is 'wait', None 'yours', an exception
+    'the coordinator can't be asked'."""
+
+    answers: list[float | Exception | None]
+    asked: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    release_fails: bool = False
+
+    async def try_acquire(self, ip: str) -> float | None:
+        self.asked.append(ip)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def release(self, ip: str) -> None:
+        self.released.append(ip)
+        if self.release_fails:
+            raise CoordinatorUnavailable("redis down")
+
+
+@dataclass
+class FakePublisher:
+    published: int = 0
+
+    async def publish(self) -> None:
+        self.published += 1
+
+
+@dataclass
+class FakeRouter:
+    routed: list[str] = field(default_factory=list)
+
+    def route(self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "") -> None:
+        self.routed.append(item.url)
+
+
+@dataclass
+class Node:
+    table: PartitionTable
+    leases: FakeLeases
+    slots: FakeIpSlots
+    publisher: FakePublisher
+    router: FakeRouter
+    sleeps: list[float]
+    placement: NodePlacement
+
+
+def node(answers: list[float | Exception | None] | None = None) -> Node:
+    table = PartitionTable(N, started_at=STARTED_AT)
+    leases, slots = FakeLeases(), FakeIpSlots(list(answers or []))
+    publisher, router, sleeps = FakePublisher(), FakeRouter(), []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    placement = NodePlacement(
+        owner="n1", table=table, leases=leases, router=router, publisher=publisher,
+        ip_slots=slots, sleep=sleep,
+    )  # fmt: skip
+    return Node(table, leases, slots, publisher, router, sleeps, placement)
+
+
+def test_it_is_a_placement() -> None:
+    placement: Placement = node().placement
+    assert placement.owner == "n1"
+
+
+def test_a_site_may_be_fetched_only_when_loaded_and_its_lease_fetchable() -> None:
+    n = node()
+    site = site_in(3)
+    assert not n.placement.may_fetch(site), "neither"
+    n.leases.fetchable.add(3)
+    assert not n.placement.may_fetch(site), "lease won, checkpoint not loaded yet"
+    n.table.load(3, START, now=1100.0, wall_now=5000.0)
+    assert n.placement.may_fetch(site)
+    assert not n.placement.may_fetch(site_in(4)), "another partition"
+    n.leases.fetchable.discard(3)
+    assert not n.placement.may_fetch(site), "lease past its local deadline, or handing over"
+    n.leases.fetchable.add(3)
+    n.table.forget(3)
+    assert not n.placement.may_fetch(site), "forgotten"
+
+
+def test_owned_is_loaded_and_fetchable() -> None:
+    n = node()
+    for p in (1, 2, 5):
+        n.table.load(p, START, now=1100.0, wall_now=5000.0)
+    n.leases.fetchable.update({2, 5, 6})
+    assert n.placement.owned() == {2, 5}
+
+
+def test_an_ip_slot_is_polled_until_free() -> None:
+    n = node([0.25, 0.0, None])
+    assert asyncio.run(n.placement.take_ip_slot("10.0.0.1"))
+    assert n.slots.asked == ["10.0.0.1"] * 3
+    assert n.sleeps == [0.25, MIN_POLL_S], "never a busy loop on a zero wait"
+
+
+def test_an_unreachable_coordinator_means_no_request_now() -> None:
+    n = node([0.5, CoordinatorUnavailable("redis down")])
+    assert not asyncio.run(n.placement.take_ip_slot("10.0.0.1"))
+    assert n.sleeps == [0.5]
+
+
+def test_giving_a_slot_back_never_raises() -> None:
+    n = node()
+    n.slots.release_fails = True
+    asyncio.run(n.placement.give_ip_slot("10.0.0.1"))
+    assert n.slots.released == ["10.0.0.1"]
+
+
+def test_discovered_urls_go_to_the_router_and_publish_to_the_publisher() -> None:
+    n = node()
+    router = n.placement.router
+    router.route(
+        CrawlUrl("http://a.test/", "a" * 32, "a.test", 1, Line.FAST, 1.0), must_crawl=False
+    )
+    assert n.router.routed == ["http://a.test/"]
+    asyncio.run(n.placement.publish())
+    asyncio.run(n.placement.publish())
+    assert n.publisher.published == 2
+
+
+def test_restarted_at_is_never_none_and_follows_the_take_over() -> None:
+    n = node()
+    site = site_in(2)
+    assert n.placement.restarted_at(site) == STARTED_AT
+    n.table.load(2, START, now=1300.0, wall_now=5000.0)
+    assert n.placement.restarted_at(site) == 1300.0
+    assert n.placement.restarted_at(site_in(1)) == STARTED_AT
+
+
+def test_repr_names_the_owner_and_its_table() -> None:
+    assert repr(node().placement) == (
+        "<NodePlacement n1 <PartitionTable loaded=0 changed=0 acquired=0 handed_over=0>>"
+    )
