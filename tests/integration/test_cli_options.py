@@ -79,7 +79,7 @@ def test_issue_14_summary_says_what_the_queued_urls_wait_for() -> None:
     print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 7), out)
     first = out.getvalue().splitlines()[0]
     # A crawl that ran out of work leaves only URLs whose site's robots.txt was unreachable
-    # (CrawlContext.is_finished); one stopped by a limit leaves them for the next run.
+    # (RunState.is_finished); one stopped by a limit leaves them for the next run.
     assert "URLs left in queue 7 (their sites wait for robots.txt" in first
     out = io.StringIO()
     print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 0), out)

@@ -1,12 +1,12 @@
 """Issue 15's suspected bug, decided at the pure core: an operator's override re-times a
 site's gap from the restart time its caller passes (`SiteState.set_limits`).
 
-Cluster mode: `CrawlContext.site_state` leaves a full gap after the partition's take-over
-(the `restarted_at(site)` hook, `PartitionTable.restarted_at`), but
-`CrawlContext.set_site_limits` passes `started_at if resumed else None`, and a node sets
-`resumed`, so it passes the node's start. These tests show that the restart time passed
-decides whether the take-over gap survives the override; the CrawlContext-level check is
-tests/integration/test_cluster_override_gap.py.
+Cluster mode: loading a site leaves a full gap after the partition's take-over (the
+placement's `restarted_at(site)`, `PartitionTable.restarted_at`). Before issue 15's split,
+`CrawlContext.set_site_limits` passed `started_at if resumed else None` instead — the node's
+start — and lost it; `SiteBook.set_limits` now passes `restarted_at(site)`. These tests show
+that the restart time passed decides whether the take-over gap survives the override; the
+check through a node's real context is tests/integration/test_cluster_override_gap.py.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_issue_15_an_override_given_the_take_over_time_keeps_the_take_over_gap()
 
 
 def test_issue_15_an_override_given_the_node_start_loses_the_take_over_gap() -> None:
-    # What a node's CrawlContext.set_site_limits passes today: the next request may go
+    # What a node's CrawlContext.set_site_limits passed before issue 15: the next request may go
     # 2 s after the previous owner's last *recorded* exchange, less than a gap after one
     # it may have made later, before it let the partition go.
     state = taken_over_site()

@@ -111,7 +111,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 
 _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
 # What a crawl leaves queued: when it runs out of work, only URLs of sites whose robots.txt
-# is unreachable (or over their daily cap, or trickling as traps: CrawlContext.is_finished);
+# is unreachable (or over their daily cap, or trickling as traps: RunState.is_finished);
 # when a limit or a signal stops it, whatever was next.
 _QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap or the next run)"
 

@@ -5,7 +5,7 @@ thread, a manager thread, a concurrent future chained to an asyncio one) cost 0.
 page in bench/profile_crawl.py — more than parsing, hashing and compressing the page.
 Batching a few pages per call pays that once per batch. A batch goes out when it is full
 or `max_wait_s` after its first page, so a quiet crawl adds at most that much latency.
-A batch whose worker died is redone on a fresh pool (worker_pool.WorkerPool).
+A batch whose worker died is redone on a fresh pool (loop.workers.WorkerPool).
 """
 
 from __future__ import annotations

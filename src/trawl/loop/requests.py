@@ -95,7 +95,7 @@ class SiteRequests:
         """Every ready URL of the site waits on a failing origin: the site's turn comes back
         after one normal gap (new URLs of its other origins may arrive), or when the hold
         ends, whichever is first. URLs waiting on an unreadable robots.txt only hold a
-        one-shot crawl as they always did: not at all (see CrawlContext.is_finished)."""
+        one-shot crawl as they always did: not at all (see RunState.is_finished)."""
         ctx = self.ctx
         if rules.status is RobotsStatus.UNREACHABLE:
             ctx.run.blocked.add(state.site)

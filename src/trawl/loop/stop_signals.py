@@ -8,7 +8,7 @@ or to its whole process group, as "checkpoint and exit 0":
   with a KeyboardInterrupt traceback or status -15;
 - `stop_on_signals(stop)` wraps the crawl on its event loop: a signal calls `stop`, at
   once if one was noted earlier.
-Worker processes ignore both signals (worker_pool); their parent shuts them down.
+Worker processes ignore both signals (loop.workers); their parent shuts them down.
 
 Who writes what: `_received` is appended to by the handler `stop_signals_noted` installs
 (Python runs it on the main thread) and read by the same thread.
