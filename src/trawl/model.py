@@ -96,6 +96,32 @@ class FetchResult:
     def header(self, name: str) -> str | None:
         return first_header(self.headers, name)
 
+    @classmethod
+    def failed(
+        cls,
+        url: str,
+        started_at: float,
+        ended_at: float,
+        kind: str,
+        message: str,
+        *,
+        ip: str | None = None,
+        request_head: bytes = b"",
+    ) -> FetchResult:
+        """An exchange that got no HTTP answer (`kind`: "dns", "connect", "timeout"...)."""
+        return cls(
+            url=url,
+            status=0,
+            headers=(),
+            body=None,
+            started_at=started_at,
+            elapsed_s=ended_at - started_at,
+            ip=ip,
+            error_kind=kind,
+            error=message,
+            request_head=request_head,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedPage:

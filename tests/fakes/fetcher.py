@@ -140,14 +140,14 @@ class ScriptedFetcher:
             try:
                 ip = await self.resolve(host)
             except FetchError as exc:
-                return _failed(url, started_at, self.clock.now(), None, exc.kind, str(exc))
+                return FetchResult.failed(url, started_at, self.clock.now(), exc.kind, str(exc))
         answer = self.next_answer(url)
         kind = answer.error_kind
         context = {"host": host, "port": target.port, "ip": ip, "url": url}
         if kind in _BEFORE_SENDING:
             await self._take(started_at, answer.elapsed_s)
             message = _MESSAGES.get(kind, kind).format(**context)
-            return _failed(url, started_at, self.clock.now(), ip, kind, message)
+            return FetchResult.failed(url, started_at, self.clock.now(), kind, message, ip=ip)
         sent = self._request_headers(target, headers)
         self.requests.append(SentRequest(url, self.clock.now(), sent))
         if on_sent is not None:
@@ -158,7 +158,9 @@ class ScriptedFetcher:
         await self._take(started_at, answer.elapsed_s)
         if kind is not None:
             message = _MESSAGES.get(kind, kind).format(**context)
-            return _failed(url, started_at, self.clock.now(), ip, kind, message, head)
+            return FetchResult.failed(
+                url, started_at, self.clock.now(), kind, message, ip=ip, request_head=head
+            )
         cap = self.max_body_bytes if max_body_bytes is None else max_body_bytes
         return self._answered(url, started_at, ip, answer, head, read_any_type, cap)
 
@@ -220,29 +222,6 @@ class ScriptedFetcher:
         }
         sent.update(extra or {})
         return sent
-
-
-def _failed(
-    url: str,
-    started_at: float,
-    now: float,
-    ip: str | None,
-    kind: str,
-    message: str,
-    request_head: bytes = b"",
-) -> FetchResult:
-    return FetchResult(
-        url=url,
-        status=0,
-        headers=(),
-        body=None,
-        started_at=started_at,
-        elapsed_s=now - started_at,
-        ip=ip,
-        error_kind=kind,
-        error=message,
-        request_head=request_head,
-    )
 
 
 def _status_block(answer: Answer) -> bytes:

@@ -308,7 +308,7 @@ class SiteRequests:
             end = ctx.clock.now()
             outcome = self._outcome(state, url, end, 0, exc.kind)
             state.clock.finish(end, 0.0, outcome, policy=ctx.policy.clock)
-            failed = _failed(url, start, end, exc)
+            failed = FetchResult.failed(url, start, end, exc.kind, str(exc))
             _count_request(ctx, state.site, failed, end)
             return failed
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
@@ -426,16 +426,3 @@ def _count_request(ctx: CrawlContext, site: str, result: FetchResult, end: float
     else:
         message = (result.error or "").removeprefix(f"{kind}: ")
         ctx.stats.note_failure(kind, f"{result.url}: {message}")
-
-
-def _failed(url: str, start: float, end: float, exc: FetchError) -> FetchResult:
-    return FetchResult(
-        url=url,
-        status=0,
-        headers=(),
-        body=None,
-        started_at=start,
-        elapsed_s=end - start,
-        error_kind=exc.kind,
-        error=str(exc),
-    )
