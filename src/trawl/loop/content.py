@@ -8,7 +8,7 @@ the main copy. Near-copies (simhash of the main text within a few bits of a stor
 copy) are stored — the text differs — but name their main copy (`nearDuplicateOf`); both
 kinds count against their site's recrawl rate (politeness.site_state.recrawl_slowdown).
 The main copy is the first one stored, unless a later copy is named canonical by it or
-sits closer to the seeds (`_takes_over`): that one is more likely the original source.
+sits closer to the seeds (store.main_copy): that one is more likely the original source.
 
 page.fetched goes out for new content only: a new URL, or a page whose content changed.
 An unchanged refetch has nothing new for a consumer.
@@ -22,6 +22,7 @@ from trawl.model import PageFetchedEvent, PageRecord
 from trawl.parse.fingerprint import format_simhash
 from trawl.store.capture import encode_answer, request_record_of
 from trawl.store.fingerprints_sqlite import Original
+from trawl.store.main_copy import PageCopy, takes_over
 from trawl.store.warc_record import (
     encode_revisit_record,
     new_record_id,
@@ -154,7 +155,10 @@ class StoredContent:
             state.note_content(is_copy=False)
             return
         main = ctx.records.get_page(match.url_hash)
-        if main is not None and _takes_over(item, out, main):
+        if main is not None and takes_over(
+            PageCopy(item.url, item.depth, out.canonical),
+            PageCopy(main.url, main.depth, main.extra.get("canonical", "")),
+        ):
             ctx.fingerprints.drop_simhash(match.url_hash)
             ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
             for url_hash in ctx.fingerprints.move_near_copies(match.url_hash, item.url_hash):
@@ -167,18 +171,6 @@ class StoredContent:
         ctx.fingerprints.drop_simhash(item.url_hash)
         ctx.stats.near_duplicates += 1
         state.note_content(is_copy=True)
-
-
-def _takes_over(item: CrawlUrl, out: PageOutput, main: PageRecord) -> bool:
-    """Is the new near copy a better main copy than the indexed one? The copy a page names
-    as canonical is the original (syndicated copies name their source, as search engines
-    ask them to); failing that, the one closer to the seeds (a smaller link depth) is more
-    likely the source than a reprint deeper in another site."""
-    if out.canonical == main.url:
-        return False
-    if main.extra.get("canonical") == item.url:
-        return True
-    return item.depth < main.depth
 
 
 def page_event(record: PageRecord) -> PageFetchedEvent:

@@ -19,11 +19,11 @@ from trawl.politeness.robots import (
     HopAction,
     RobotsRules,
     RobotsStatus,
-    robots_from_response,
     robots_hop,
     robots_redirect_target,
     robots_url,
 )
+from trawl.politeness.robots_fetch import Blocking, robots_read, rules_of_answer
 from trawl.politeness.site_clock import FetchOutcome, classify_result
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
@@ -252,16 +252,16 @@ class SiteRequests:
         status: int | None,
         body: bytes | None,
     ) -> None:
-        """Store the origin's rules from the final answer (on the origin's site state)."""
+        """Store the origin's rules from the final answer (on the origin's site state) and
+        apply what they decide (politeness.robots_fetch)."""
         ctx = self.ctx
         s = ctx.policy.robots
-        failures = previous.failures if previous is not None else 0
-        rules = robots_from_response(
+        rules = rules_of_answer(
             origin,
             status,
             body,
+            previous,
             ctx.clock.now(),
-            previous_failures=failures,
             cache_s=s.cache_s,
             retry_base_s=s.retry_base_s,
             retry_max_s=s.retry_max_s,
@@ -269,20 +269,20 @@ class SiteRequests:
         )
         await asyncio.get_running_loop().run_in_executor(None, rules.prepare)
         state.set_robots(rules, ctx.agent_token)
-        # The clock finished this request before the Crawl-delay was known: re-apply it.
-        now = ctx.clock.now()
-        gap_end = now + state.clock.gap_s(ctx.policy.clock)
-        state.clock.hold_until(gap_end)
-        if rules.retry_at is None:
-            ctx.run.blocked.discard(state.site)
-        elif not state.origins.others_answer(origin):
-            # The site's only live origin: all of it waits. With another origin
-            # answering, only this origin's URLs wait (take_turn; issue 13).
-            state.clock.hold_until(rules.retry_at)
+        read = robots_read(
+            rules,
+            previous,
+            others_answer=state.origins.others_answer(origin),
+            now=ctx.clock.now(),
+            gap_s=state.clock.gap_s(ctx.policy.clock),
+        )
+        state.clock.hold_until(read.hold_until)
+        if read.blocking is Blocking.BLOCK:
             ctx.run.blocked.add(state.site)
-        ctx.stats.count(ctx.stats.statuses, f"robots:{rules.status.value}")
-        first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
-        if first_read and rules.status is not RobotsStatus.UNREACHABLE:
+        elif read.blocking is Blocking.UNBLOCK:
+            ctx.run.blocked.discard(state.site)
+        ctx.stats.count(ctx.stats.statuses, read.status_label)
+        if read.reads_sitemaps:
             self.sitemaps.queue_from_robots(state, origin, rules)
         # A Crawl-delay must survive a crash (the restart gap depends on it): commit now.
         ctx.sites.write(state.site)

@@ -1,0 +1,109 @@
+"""What a robots.txt answer does to its site: the rules of `fetch_robots`, without its I/O.
+
+How this works: the shell (loop.requests) fetches an origin's robots.txt, following its
+redirects (`robots.robots_hop`), and turns the final answer into rules (`rules_of_answer`).
+It parses them off the event loop (`RobotsRules.prepare`), stores them on the site
+(`SiteState.set_robots`, which takes the largest Crawl-delay of the site's origins), and
+asks `robots_read` what follows; it applies the returned `RobotsRead` as it stands, writes
+the host record and commits. Nothing here reads a clock: `now` comes in.
+
+Rules (section numbers are RFC 9309's):
+- The site clock finished the robots.txt request before its Crawl-delay was known: the
+  next request waits one gap, Crawl-delay included, from `now` (never sooner than the
+  clock already said).
+- An answer with rules or without a file (2.3.1.1-2.3.1.3) unblocks the site: a one-shot
+  crawl waits for its URLs again.
+- An unreachable robots.txt (2.3.1.4: crawl nothing) on the site's only live origin holds
+  the whole site until its retry, and blocks it: a one-shot crawl does not wait for the
+  retry. With another origin of the site answering, only this origin's URLs wait (the
+  turn checks `retry_at` per origin; issue 13): the site clock and blocking stay as they
+  were.
+- The origin's sitemaps (2.2.4) are read on its first answer that is not unreachable: the
+  first fetch, or the first after unreachable ones; a refresh reads none again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from trawl.politeness.robots import RobotsRules, RobotsStatus, robots_from_response
+
+
+class Blocking(Enum):
+    """What a robots.txt answer does to the site's place in the blocked set (see
+    loop.run_state: blocked sites' URLs do not keep a one-shot crawl open)."""
+
+    BLOCK = "block"
+    UNBLOCK = "unblock"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRead:
+    """The decisions on one robots.txt answer, for the shell to apply."""
+
+    hold_until: float  # the site clock's next request no sooner (SiteClock.hold_until)
+    blocking: Blocking
+    reads_sitemaps: bool  # queue the sitemaps the rules list (or the site's default one)
+    status_label: str  # counted in the crawl's statuses, e.g. "robots:unreachable"
+
+
+def rules_of_answer(
+    origin: str,
+    status: int | None,
+    body: bytes | None,
+    previous: RobotsRules | None,
+    now: float,
+    *,
+    cache_s: float,
+    retry_base_s: float,
+    retry_max_s: float,
+    max_bytes: int,
+) -> RobotsRules:
+    """The origin's rules from the final answer (`status` None: no HTTP answer, or a
+    redirect that was not followed); an unreachable answer's retry waits longer with each
+    failure in a row since `previous` (robots.robots_from_response)."""
+    return robots_from_response(
+        origin,
+        status,
+        body,
+        now,
+        previous_failures=previous.failures if previous is not None else 0,
+        cache_s=cache_s,
+        retry_base_s=retry_base_s,
+        retry_max_s=retry_max_s,
+        max_bytes=max_bytes,
+    )
+
+
+def robots_read(
+    rules: RobotsRules,
+    previous: RobotsRules | None,
+    *,
+    others_answer: bool,
+    now: float,
+    gap_s: float,
+) -> RobotsRead:
+    """What the origin's new `rules` (replacing `previous`, None on the first fetch) do to
+    its site.
+
+    `others_answer`: another origin of the site answered its last exchange
+    (OriginHealth.others_answer). `gap_s`: the site's normal gap with `rules` stored, so
+    their Crawl-delay counts (SiteClock.gap_s after SiteState.set_robots).
+    """
+    hold_until = now + gap_s
+    if rules.retry_at is None:
+        blocking = Blocking.UNBLOCK
+    elif others_answer:
+        blocking = Blocking.UNCHANGED
+    else:
+        hold_until = max(hold_until, rules.retry_at)
+        blocking = Blocking.BLOCK
+    first_read = previous is None or previous.status is RobotsStatus.UNREACHABLE
+    return RobotsRead(
+        hold_until=hold_until,
+        blocking=blocking,
+        reads_sitemaps=first_read and rules.status is not RobotsStatus.UNREACHABLE,
+        status_label=f"robots:{rules.status.value}",
+    )
