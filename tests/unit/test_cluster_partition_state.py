@@ -43,6 +43,8 @@ def test_a_checkpoint_reads_back_as_written(
     "data",
     [b"", b"not gzip", gzip.compress(b"{}\n"), gzip.compress(b'{"format":"other/9"}\n'),
      gzip.compress(b'{"format":"trawl-partition-checkpoint/1","partition":1}\n')],
+    # Named ids: a gzip header holds the time, and every xdist worker must collect one id.
+    ids=["empty", "not gzip", "no format", "another format", "no fields"],
 )  # fmt: skip
 def test_a_damaged_checkpoint_is_a_data_error_naming_it(data: bytes) -> None:
     with pytest.raises(DataError, match="checkpoints/p00001/x: damaged partition checkpoint"):
