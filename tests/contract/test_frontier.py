@@ -328,6 +328,22 @@ def test_hold_site_takes_a_site_outside_its_turn(f: SqliteFrontier) -> None:
     assert f.pop_ready_site(10.0) is None
 
 
+def test_issue_15_is_held_from_a_turn_or_a_hold_until_release(f: SqliteFrontier) -> None:
+    f.enqueue(_url("a.test", "x"))
+    assert not f.is_held("a.test")
+    assert not f.is_held("never.test")
+    assert f.pop_ready_site(0.0) == ("a.test", Line.SLOW)
+    assert f.is_held("a.test"), "its turn holds it"
+    f.release_site("a.test", ready_at=1.0)
+    assert not f.is_held("a.test")
+    assert f.hold_site("a.test")
+    assert f.is_held("a.test")
+    f.move_site("a.test", 0.5)  # no effect while held
+    f.drop_sites(["a.test"])
+    assert not f.is_held("a.test"), "a dropped site is held by nobody"
+    f.release_site("a.test", ready_at=2.0)  # the turn's release after a drop: a no-op
+
+
 def test_move_site_changes_when_a_waiting_sites_turn_comes(f: SqliteFrontier) -> None:
     f.enqueue(_url("a.test", "x"), ready_at=10.0)
     assert f.next_ready_at() == 10.0

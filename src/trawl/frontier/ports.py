@@ -85,6 +85,9 @@ class Frontier(Protocol):
     def release_site(self, site: str, ready_at: float) -> None:
         """End a site's turn; its next comes at `ready_at` (if it has work)."""
 
+    def is_held(self, site: str) -> bool:
+        """True while a turn (or `hold_site`) holds the site, until `release_site`."""
+
     def hold_site(self, site: str) -> bool:
         """Take a site no turn holds, outside its turn; False if it is held."""
 

@@ -218,6 +218,9 @@ class SqliteFrontier:
     def release_site(self, site: str, ready_at: float) -> None:
         self._schedule.release(site, ready_at)
 
+    def is_held(self, site: str) -> bool:
+        return self._schedule.is_busy(site)
+
     def hold_site(self, site: str) -> bool:
         """Take a site no turn holds, outside its turn (see SiteSchedule.hold)."""
         return self._schedule.hold(site)

@@ -141,6 +141,10 @@ class SiteSchedule:
         slot.waiting = False  # its heap and FIFO entries go stale: release bumps the version
         return True
 
+    def is_busy(self, site: str) -> bool:
+        slot = self._slots.get(site)
+        return slot is not None and slot.busy
+
     def release(self, site: str, ready_at: float) -> None:
         """The busy site is free again from `ready_at` on."""
         slot = self._slots.get(site)

@@ -3,7 +3,7 @@
 Each fact is tracked once:
 - *held*: a site whose next request belongs to one task: popped for a turn (`take_site`) or
   taken for a robots.txt redirect hop (`hold_site`), until released at its clock's next
-  allowed time;
+  allowed time; the frontier's schedule keeps it (`Frontier.is_held`), nothing here;
 - *working*: sites with work running, a turn's outcome included (a partition hand-over waits
   for them), counted per site;
 - *blocked*: sites whose queued URLs do not keep a one-shot crawl open (an unreadable
@@ -58,7 +58,6 @@ class RunState:
         self.stopping = False
         self.blocked: set[str] = set()
         self.working: Counter[str] = Counter()
-        self._held: set[str] = set()
         self._stop_event = asyncio.Event()
 
     # -- holding sites ------------------------------------------------------------------
@@ -68,7 +67,6 @@ class RunState:
         now = self._clock.now()
         while (turn := self._frontier.pop_ready_site(now)) is not None:
             if self._placement.may_fetch(turn[0]):
-                self._held.add(turn[0])
                 return turn
             # Its partition is being handed over or its lease is in doubt: not ours to fetch.
             self._frontier.release_site(turn[0], now + GATE_RECHECK_S)
@@ -76,8 +74,7 @@ class RunState:
 
     def release_site(self, site: str) -> None:
         """Hand the site back to the frontier at its clock's next allowed time (idempotent)."""
-        if site in self._held:
-            self._held.discard(site)
+        if self._frontier.is_held(site):
             self._sites.mark_changed(site)
             state = self._sites.state(site)
             # The politeness wait most requests see: the site's next URL waits out its gap
@@ -91,9 +88,8 @@ class RunState:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
         redirect from another site to it), until `release_held_site`. False when a turn
         holds it already. The caller checks `may_fetch` first and waits for its clock."""
-        if site in self._held or not self._frontier.hold_site(site):
+        if not self._frontier.hold_site(site):
             return False
-        self._held.add(site)
         self.working[site] += 1  # a partition hand-over waits for this request too
         self._sites.state(site)
         return True
@@ -125,8 +121,7 @@ class RunState:
         gets it when released."""
         if not state.paused:
             self.blocked.discard(state.site)
-        if state.site not in self._held:
-            self._frontier.move_site(state.site, self.ready_at(state))
+        self._frontier.move_site(state.site, self.ready_at(state))  # not while held
 
     def wake(self, state: SiteState, item: CrawlUrl) -> None:
         """A contained site resting until its next trickle gets work it may serve now (a due
@@ -139,8 +134,7 @@ class RunState:
         if containment.resting:
             containment.resting = False
             self.blocked.discard(state.site)
-            if state.site not in self._held:
-                self._frontier.move_site(state.site, self.ready_at(state))
+            self._frontier.move_site(state.site, self.ready_at(state))  # not while held
 
     # -- limits and the stop ------------------------------------------------------------
     def may_start_page(self) -> bool:
