@@ -37,7 +37,6 @@ from trawl.cluster.partition_checkpoint import PartitionCheckpoint, QueuedRow, d
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.redis_links import START, RoutedLink
 from trawl.errors import DataError
-from trawl.model import CrawlUrl, Line, UrlKind
 from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 
 if TYPE_CHECKING:
@@ -143,11 +142,7 @@ class ClusterNode:
             if row.url_hash in fetched:  # its page was stored after the checkpoint
                 skipped += 1
                 continue
-            item = CrawlUrl(
-                row.url, row.url_hash, row.site, row.depth, Line(row.line), row.discovered_at,
-                UrlKind(row.kind), row.score, row.score_parts, row.redirects,
-            )  # fmt: skip
-            ctx.frontier.enqueue(item, attempts=row.attempts)
+            ctx.intake.add_restored(row.item(), attempts=row.attempts)
         self.table.note_restored(len(rows) - skipped, skipped)
         ctx.durability.commit()
 
@@ -323,9 +318,5 @@ class ClusterNode:
             ctx.sites.note_referrer(link.site, link.referrer)
         if not self.seen.claim(partition, link.url_hash, must_crawl=link.must_crawl):
             return
-        item = CrawlUrl(
-            link.url, link.url_hash, link.site, link.depth, Line(link.line), ctx.clock.now(),
-            UrlKind(link.kind), link.score, link.parts, link.redirects,
-        )  # fmt: skip
-        if ctx.intake.add_routed(item, must_crawl=link.must_crawl):
+        if ctx.intake.add_routed(link.item(ctx.clock.now()), must_crawl=link.must_crawl):
             self.table.note_new()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.errors import DataError
+from trawl.model import CrawlUrl, Line, UrlKind
 
 FORMAT = "trawl-partition-checkpoint/1"
 
@@ -37,6 +38,12 @@ class QueuedRow:
     score: float
     score_parts: str
     redirects: int = 0  # absent from checkpoints written before issue 13
+
+    def item(self) -> CrawlUrl:
+        return CrawlUrl(
+            self.url, self.url_hash, self.site, self.depth, Line(self.line), self.discovered_at,
+            UrlKind(self.kind), self.score, self.score_parts, self.redirects,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

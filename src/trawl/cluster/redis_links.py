@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from trawl.cluster.redis_coord import LUA_NOW_MS, LuaScript, unavailable_as_trawl_error
 from trawl.errors import DataError
+from trawl.model import CrawlUrl, Line, UrlKind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -74,6 +75,13 @@ class RoutedLink:
     kind: int = 0  # UrlKind.PAGE
     parts: str = ""
     redirects: int = 0  # redirect hops that led to this URL (CrawlUrl.redirects)
+
+    def item(self, discovered_at: float) -> CrawlUrl:
+        """The URL as the finder queued it (a seed's line and score are set on arrival)."""
+        return CrawlUrl(
+            self.url, self.url_hash, self.site, self.depth, Line(self.line), discovered_at,
+            UrlKind(self.kind), self.score, self.parts, self.redirects,
+        )  # fmt: skip
 
     def __post_init__(self) -> None:
         if len(self.url_hash) != 32:

@@ -6,7 +6,8 @@ URLs are re-scored instead when their in-link counts doubled) and the trap rules
 the queue ready when their site's clock allows. A contained trap site
 (frontier.containment) resting until its next trickle is woken when work it may serve now
 arrives. In cluster mode (`router` set) discovered URLs go to their partition's owner
-instead, which makes the seen check and queues them through `add_routed`.
+instead, which makes the seen check and queues them through `add_routed`; the queue of a
+partition taken over comes back through `add_restored`.
 """
 
 from __future__ import annotations
@@ -183,6 +184,11 @@ class Intake:
             self._tally.links_new += 1
             return True
         return False
+
+    def add_restored(self, item: CrawlUrl, *, attempts: int) -> None:
+        """Cluster mode: a queued URL from the checkpoint of a partition taken over, back
+        in line as its last owner left it (its seen slice came with the checkpoint)."""
+        self._frontier.enqueue(item, attempts=attempts)
 
     def rescore(self, url_hash: str) -> bool:
         """Update a queued URL's score from today's in-link counts."""
