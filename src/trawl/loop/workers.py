@@ -5,10 +5,10 @@ How this works (issue 13):
   Ctrl-C in a terminal) reach every worker too. Workers ignore both: the parent, which
   checkpoints first, shuts them down. The forkserver that forks the workers must ignore
   them as well: when it dies, the pool reads every worker's status pipe as closed and
-  declares the whole pool broken. So this module is the forkserver's preload module, and
-  importing it *in the forkserver* ignores the signals there; each worker forked from it
-  inherits SIG_IGN from birth (no window before the pool initializer runs), and the
-  initializer sets it again for pools started some other way.
+  declares the whole pool broken. So the forkserver's preload module
+  (`loop.forkserver_preload`, imported by nothing else) ignores the signals there; each
+  worker forked from it inherits SIG_IGN from birth (no window before the pool initializer
+  runs), and the initializer sets it again for pools started some other way.
 - Any other death of a worker (kill -9, the OOM killer) breaks a ProcessPoolExecutor for
   good: every pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a
   fresh pool (once per broken pool, however many calls saw it), logs one line, and redoes
@@ -25,7 +25,6 @@ import asyncio
 import logging
 import multiprocessing
 import signal
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -78,7 +77,7 @@ def start_process_pool(
     """
     context = multiprocessing.get_context("forkserver")
     # Takes effect when the forkserver starts (once per process, on the first pool).
-    context.set_forkserver_preload([__name__])
+    context.set_forkserver_preload(["trawl.loop.forkserver_preload"])
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
@@ -176,13 +175,3 @@ def _discard(broken: Executor) -> None:
     for process in list(processes.values()):
         process.kill()
     broken.shutdown(wait=False, cancel_futures=True)
-
-
-def _is_forkserver_preload() -> bool:
-    # The forkserver runs `python -c "from multiprocessing.forkserver import main; ..."`
-    # and imports its preload modules from there; no trawl command looks like that.
-    return sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules
-
-
-if _is_forkserver_preload():
-    ignore_stop_signals()
