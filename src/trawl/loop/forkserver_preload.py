@@ -5,6 +5,7 @@ from inside a shared module was wrong in any `python -c` process that had import
 multiprocessing.forkserver (a pytest-xdist worker: it then ignored both signals, and so did
 every process it started)."""
 
-from trawl.loop.workers import ignore_stop_signals
+from trawl.loop.workers import die_with_parent, ignore_stop_signals
 
 ignore_stop_signals()
+die_with_parent()  # the crawl that started us; its workers die with us (loop.workers)
