@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from trawl.frontier.skips import Skip, SkipBatch
     from trawl.model import PageFetchedEvent, PageRecord
     from trawl.store.records_sqlite import DuePage
     from trawl.store.warc_record import EncodedRecord
@@ -76,3 +77,21 @@ class WarcSink(Protocol):
     def sync(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class SkipLog(Protocol):
+    """What was skipped, and why (issue 16): the last N skips and the counts by reason.
+
+    Writes join the open batch (the crawl's commit makes them durable with the rest); reads
+    see committed skips only, so a read-only reader beside a live crawl agrees with them.
+    """
+
+    def write(self, batch: SkipBatch) -> None:
+        """Append the batch's skips (oldest first), drop all but the newest N, and set each
+        reason's count to the batch's value."""
+
+    def counts(self) -> dict[str, int]:
+        """Skips by reason over the whole crawl (resumed crawls included)."""
+
+    def recent(self, limit: int, reason: str | None = None) -> list[Skip]:
+        """Up to `limit` of the kept skips, newest first; only `reason`'s if given."""

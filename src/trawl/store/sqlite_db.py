@@ -92,6 +92,17 @@ CREATE TABLE IF NOT EXISTS near_copies (
     main_url_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS near_copies_main ON near_copies(main_url_hash);
+-- What was skipped (issue 16, store/skips_sqlite.py): the last N skips in a rolling rowid
+-- window, and the counts by reason over the whole crawl.
+CREATE TABLE IF NOT EXISTS skipped (
+    seq INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    referrer TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS skip_counts (reason TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
 
 # Indexes on columns that `_add_missing_columns` may have just added.
