@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from trawl import __version__
-from trawl.cli import cluster, crawl, demo, node, readback, seed, serve
+from trawl.cli import cluster, crawl, demo, node, readback, seed, serve, skipped
 from trawl.errors import UsageError
 
 # Start-up (issue 14): the command modules import only what building their parsers needs;
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_parser(sub)
     demo.add_parser(sub)
     readback.add_parsers(sub)
+    skipped.add_parser(sub)
     cluster.add_parser(sub)
     node.add_parser(sub)
     return parser
