@@ -242,7 +242,8 @@ def test_standing_packs_into_one_integer(seed: int, depth: int, off_hops: int) -
 
 
 def test_depth_saturates_instead_of_overflowing() -> None:
-    assert Standing(0, 0xFFFF).next_hop(0, off_scope=False).depth == 0xFFFF
+    deepest = Standing(0, 0xFFFF)
+    assert one(ScopeType.ANY).decide("https://x.test/", deepest).standing == deepest
 
 
 @pytest.mark.parametrize(

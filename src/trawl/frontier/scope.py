@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from trawl.errors import ConfigError
@@ -125,11 +126,6 @@ class Standing:
     def unpack(cls, packed: int) -> Standing:
         return cls(packed >> 24, (packed >> 8) & MAX_DEPTH_LIMIT, packed & MAX_EXTRA_HOPS)
 
-    def next_hop(self, seed: int, *, off_scope: bool) -> Standing:
-        """The standing of a link of this page, credited to `seed`."""
-        depth = min(self.depth + 1, MAX_DEPTH_LIMIT)
-        return Standing(seed, depth, self.off_hops + 1 if off_scope else 0)
-
 
 @dataclass(frozen=True, slots=True)
 class ScopeDecision:
@@ -179,6 +175,11 @@ class _CompiledSeed:
     site: str  # the seed's registered domain
     include: PatternSet
     exclude: PatternSet
+
+    @property
+    def is_open(self) -> bool:
+        """Every URL is in this seed's scope (`any` with no excludes)."""
+        return self.scope.type is ScopeType.ANY and not self.exclude
 
     def is_type_match(self, url: str, split: _Split, site: str | None) -> bool:
         kind = self.scope.type
@@ -257,9 +258,11 @@ class CrawlScope:
         if seed_index is not None:
             return ScopeDecision(True, ScopeRule.SEED, seed_index, Standing(seed_index))
         if self._exclude and self._exclude.matching(url):
-            return ScopeDecision(False, ScopeRule.EXCLUDE, source.seed)
-        split = _Split.of(url)
+            return _skipped(ScopeRule.EXCLUDE, source.seed)
         own = self._seeds[source.seed]
+        if own.is_open and _is_within_depth(own, source):  # `any`: today's crawl, the fast path
+            return _queued(ScopeRule.SCOPE, own.index, source, off_scope=False)
+        split = _Split.of(url)
         rule = self._membership(own, url, split)  # the common case: the finder's own scope
         too_deep: list[_CompiledSeed] = []  # members whose max_depth the link exceeds
         if rule is ScopeRule.SCOPE or rule is ScopeRule.INCLUDE:
@@ -275,9 +278,9 @@ class CrawlScope:
             else:
                 too_deep.append(seed)
         if too_deep:
-            return ScopeDecision(False, ScopeRule.MAX_DEPTH, too_deep[0].index)
+            return _skipped(ScopeRule.MAX_DEPTH, too_deep[0].index)
         if excluded:
-            return ScopeDecision(False, ScopeRule.EXCLUDE, source.seed)
+            return _skipped(ScopeRule.EXCLUDE, source.seed)
         return self._off_scope(own, source)
 
     def check(self, url: str) -> ScopeCheck:
@@ -300,9 +303,9 @@ class CrawlScope:
         hops = own.scope.extra_hops
         if source.off_hops >= hops:
             rule = ScopeRule.EXTRA_HOPS if hops else ScopeRule.SCOPE
-            return ScopeDecision(False, rule, own.index)
+            return _skipped(rule, own.index)
         if not _is_within_depth(own, source):
-            return ScopeDecision(False, ScopeRule.MAX_DEPTH, own.index)
+            return _skipped(ScopeRule.MAX_DEPTH, own.index)
         return _queued(ScopeRule.EXTRA_HOPS, own.index, source, off_scope=True)
 
     def _members(
@@ -371,4 +374,17 @@ def _is_within_depth(seed: _CompiledSeed, source: Standing) -> bool:
 
 
 def _queued(rule: ScopeRule, seed: int, source: Standing, *, off_scope: bool) -> ScopeDecision:
-    return ScopeDecision(True, rule, seed, source.next_hop(seed, off_scope=off_scope))
+    depth = min(source.depth + 1, MAX_DEPTH_LIMIT)
+    return _queued_at(rule, seed, depth, source.off_hops + 1 if off_scope else 0)
+
+
+@lru_cache(maxsize=4096)
+def _skipped(rule: ScopeRule, seed: int) -> ScopeDecision:
+    return ScopeDecision(False, rule, seed)
+
+
+@lru_cache(maxsize=65536)
+def _queued_at(rule: ScopeRule, seed: int, depth: int, off_hops: int) -> ScopeDecision:
+    # Decisions are values and repeat a lot (same seed, same depth): building two frozen
+    # dataclasses per link was half the cost of an `any` decision.
+    return ScopeDecision(True, rule, seed, Standing(seed, depth, off_hops))
