@@ -19,6 +19,8 @@ from trawl.fetch.ssrf import parse_networks
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from trawl.frontier.scope import CrawlScope, SeedScope
+
 MiB = 1024 * 1024
 
 
@@ -189,6 +191,34 @@ class NodeSettings:
     checkpoint_interval_s: float = 180.0  # each changed partition is checkpointed this often
 
 
+SCOPE_TYPES = ("page", "prefix", "host", "domain", "any", "custom")  # frontier.scope.ScopeType
+OFF_SCOPE_REDIRECTS = ("capture", "drop")
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSettings:
+    """What to crawl (frontier.scope): the defaults of every seed, and crawl-wide excludes."""
+
+    type: str = "any"  # page, prefix, host, domain, any (follow every link), custom
+    include: tuple[str, ...] = ()  # RE2 patterns over the normalised URL; widen the type
+    exclude: tuple[str, ...] = ()  # crawl-wide; an exclude always wins
+    max_depth: int = 0  # hops from the seed; 0 = no limit
+    extra_hops: int = 0  # off-scope hops followed
+    off_scope_redirects: str = "capture"  # capture (fetch once, follow no links) or drop
+
+
+@dataclass(frozen=True, slots=True)
+class SeedSettings:
+    """A `[[seeds]]` table: a seed URL and the scope keys it overrides (None = [scope]'s)."""
+
+    url: str
+    type: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None  # the seed's own, besides the crawl-wide ones
+    max_depth: int | None = None
+    extra_hops: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
@@ -204,6 +234,8 @@ class Settings:
     storage: StorageSettings = field(default_factory=StorageSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
     node: NodeSettings = field(default_factory=NodeSettings)
+    scope: ScopeSettings = field(default_factory=ScopeSettings)
+    seeds: tuple[SeedSettings, ...] = ()
 
     def validate(self) -> Settings:
         """Check cross-field rules; returns self so calls chain."""
@@ -240,7 +272,66 @@ class Settings:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         parse_networks(self.network.allow_networks, "network.allow_networks")
         _require_positive("node.checkpoint_interval_s", self.node.checkpoint_interval_s)
+        self.crawl_scope()
         return self
+
+    def crawl_scope(self, more_seeds: tuple[str, ...] = ()) -> CrawlScope:
+        """The scope of the `[[seeds]]` tables, then of `more_seeds` (seeds file, command
+        line: they take the `[scope]` defaults), compiled. Raises ConfigError naming the key."""
+        # Imported here: the scope core brings the public suffix list and RE2 (~60 ms), which
+        # commands that only read the config must not pay for (tests/integration/
+        # test_cli_startup.py).
+        from trawl.frontier.scope import CrawlScope
+        from trawl.frontier.scope_patterns import compile_patterns
+
+        s = self.scope
+        if s.off_scope_redirects not in OFF_SCOPE_REDIRECTS:
+            raise ConfigError(
+                f"scope.off_scope_redirects = {s.off_scope_redirects!r}: must be capture or drop"
+            )
+        _seed_scope(s, SeedSettings("http://example.invalid/"), "scope")  # the defaults alone
+        compile_patterns(s.include, "scope.include")  # named here, not as the first seed's
+        tables = (*self.seeds, *(SeedSettings(url) for url in more_seeds))
+        seeds = [_seed_scope(s, seed, f"seeds[{n}]") for n, seed in enumerate(tables)]
+        return CrawlScope(seeds, s.exclude)
+
+
+def _seed_scope(defaults: ScopeSettings, seed: SeedSettings, key: str) -> SeedScope:
+    from trawl.errors import InvalidUrl
+    from trawl.frontier.scope import MAX_DEPTH_LIMIT, MAX_EXTRA_HOPS, ScopeType, SeedScope
+    from trawl.urls.normalise import normalise_url
+
+    def pick(name: str) -> Any:
+        own = getattr(seed, name)
+        return getattr(defaults, name) if own is None else own
+
+    kind = pick("type")
+    if kind not in SCOPE_TYPES:
+        raise ConfigError(
+            f"{_source_of(seed, key, 'type')}.type = {kind!r}: one of {', '.join(SCOPE_TYPES)}"
+        )
+    for name, limit in (("max_depth", MAX_DEPTH_LIMIT), ("extra_hops", MAX_EXTRA_HOPS)):
+        if not 0 <= pick(name) <= limit:
+            raise ConfigError(
+                f"{_source_of(seed, key, name)}.{name} = {pick(name)}: must be 0..{limit}"
+            )
+    try:
+        url = normalise_url(seed.url)
+    except InvalidUrl as exc:
+        raise ConfigError(f"{key}.url: {exc}") from None
+    return SeedScope(
+        url,
+        ScopeType(kind),
+        pick("include"),
+        seed.exclude or (),
+        pick("max_depth"),
+        pick("extra_hops"),
+    )
+
+
+def _source_of(seed: SeedSettings, key: str, name: str) -> str:
+    """Which table a merged scope value came from: the seed's own, or [scope]."""
+    return key if getattr(seed, name) is not None else "scope"
 
 
 def _require_positive(name: str, value: float) -> None:
@@ -265,6 +356,9 @@ def settings_from_dict(raw: dict[str, Any], *, source: str = "config") -> Settin
     sections: dict[str, Any] = {}
     hints = get_type_hints(Settings)
     for key, value in raw.items():
+        if key == "seeds":
+            sections[key] = _build_seeds(value, source)
+            continue
         if key not in hints:
             known = ", ".join(sorted(hints))
             raise ConfigError(f"{source}: unknown section [{key}] (known: {known})")
@@ -272,6 +366,28 @@ def settings_from_dict(raw: dict[str, Any], *, source: str = "config") -> Settin
             raise ConfigError(f"{source}: [{key}] must be a table")
         sections[key] = _build_section(hints[key], value, f"{source}: [{key}]")
     return Settings(**sections)
+
+
+def _build_seeds(tables: Any, source: str) -> tuple[SeedSettings, ...]:
+    """`[[seeds]]` tables: each needs `url`; the others are [scope] keys (not redirects)."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{source}: seeds must be [[seeds]] tables")
+    hints = get_type_hints(ScopeSettings)
+    out: list[SeedSettings] = []
+    for n, table in enumerate(tables):
+        where = f"{source}: seeds[{n}]"
+        if "url" not in table:
+            raise ConfigError(f"{where}: missing key 'url'")
+        known = {f.name for f in fields(SeedSettings)}
+        kwargs: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(
+                    f"{where} unknown key {key!r} (known: {', '.join(sorted(known))})"
+                )
+            kwargs[key] = _coerce(str if key == "url" else hints[key], value, f"{where}.{key}")
+        out.append(SeedSettings(**kwargs))
+    return tuple(out)
 
 
 def _build_section(cls: type[Any], values: dict[str, Any], where: str) -> Any:
@@ -333,6 +449,6 @@ def documented_keys() -> list[str]:
     """Every `section.key` name, for the docs test."""
     out: list[str] = []
     for section in fields(Settings):
-        cls = get_type_hints(Settings)[section.name]
+        cls = SeedSettings if section.name == "seeds" else get_type_hints(Settings)[section.name]
         out.extend(f"{section.name}.{f.name}" for f in fields(cls))
     return out

@@ -1,0 +1,390 @@
+"""Crawl scope: which discovered links are queued, credited to which seed, and why not.
+
+How this works. Each seed has a scope (`SeedScope`): a type, include and exclude patterns,
+`max_depth` (hops from the seed, 0 = no limit) and `extra_hops`. `CrawlScope` holds every
+seed's scope plus the crawl-wide excludes, compiled once, and answers two questions:
+
+- `decide(url, source)`: a link `url` (normalised) found on a page whose `Standing` is
+  `source`: queue it or skip it, the rule that decided, the seed it is credited to, and the
+  `Standing` the queued URL carries (what its own links are decided with);
+- `check(url)`: is `url` in scope at all, by which rule, for which seed (the API's
+  `POST /v1/scope/check`), with no source page and so no depth or hops.
+
+The rules, in order:
+1. a seed is always in scope (rule `seed`), credited to itself at depth 0;
+2. a crawl-wide exclude wins over everything else (`exclude`);
+3. a URL is in a seed's scope when the seed's type matches it (`scope`) or one of the seed's
+   includes does (`include`), and none of the seed's own excludes does. Types: `page` (the
+   seed URL only), `prefix` (the seed's directory, up to its last "/"), `host`, `domain` (the
+   registered domain), `any` (everything: today's behaviour), `custom` (includes only). For
+   `prefix` and `host`, http/https, a leading "www." and the port are ignored;
+4. the crawl's scope is the union of its seeds': a URL in several seeds' scopes is credited
+   to the source page's seed when that is one of them (the seed that found it), else to the
+   lowest-numbered one, and carries depth source + 1 (the hop count from the seed is not
+   known across seeds; this is the path the crawl took). A member seed whose `max_depth` is
+   exceeded does not take it; when none can, the link is skipped by `max_depth`;
+5. a link in no seed's scope that a seed's own exclude matched is skipped by `exclude`;
+   otherwise it is followed while the source has off-scope hops left (its seed's
+   `extra_hops`; `extra_hops`), else skipped (`scope`, or `extra_hops` when the seed allows
+   some and they are spent). A link back into scope resets the off-scope hops to 0.
+
+Nothing here does I/O or reads a clock; patterns run on RE2 (see scope_patterns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from trawl.errors import ConfigError
+from trawl.frontier.scope_patterns import PatternSet, compile_patterns
+from trawl.urls.registered_domain import site_of, site_of_normalised
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "MAX_DEPTH_LIMIT",
+    "MAX_EXTRA_HOPS",
+    "CrawlScope",
+    "ScopeCheck",
+    "ScopeDecision",
+    "ScopeRule",
+    "ScopeType",
+    "SeedScope",
+    "Standing",
+]
+
+MAX_EXTRA_HOPS = 0xFF  # off-scope hops fit in 8 bits of a packed Standing
+MAX_DEPTH_LIMIT = 0xFFFF  # depth fits in 16 bits; deeper links count as this deep
+
+
+class ScopeType(StrEnum):
+    PAGE = "page"
+    PREFIX = "prefix"
+    HOST = "host"
+    DOMAIN = "domain"
+    ANY = "any"
+    CUSTOM = "custom"
+
+
+class ScopeRule(StrEnum):
+    """The rule that decided; the skipped report counts skips by it."""
+
+    SEED = "seed"
+    SCOPE = "scope"
+    INCLUDE = "include"
+    EXCLUDE = "exclude"
+    MAX_DEPTH = "max_depth"
+    EXTRA_HOPS = "extra_hops"
+
+
+@dataclass(frozen=True, slots=True)
+class SeedScope:
+    """One seed (a normalised URL) and its scope, crawl defaults already merged in.
+
+    `exclude` is the seed's own; crawl-wide excludes are given to CrawlScope. Raises
+    ConfigError for a negative or too large depth or hop count.
+    """
+
+    url: str
+    type: ScopeType = ScopeType.ANY
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_depth: int = 0  # 0 = no limit
+    extra_hops: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_depth <= MAX_DEPTH_LIMIT:
+            raise ConfigError(f"max_depth = {self.max_depth}: must be 0..{MAX_DEPTH_LIMIT}")
+        if not 0 <= self.extra_hops <= MAX_EXTRA_HOPS:
+            raise ConfigError(f"extra_hops = {self.extra_hops}: must be 0..{MAX_EXTRA_HOPS}")
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where a queued URL stands: its seed (index in the crawl's seed list), hops from that
+    seed, and consecutive hops spent out of scope. Packs into one SQLite INTEGER."""
+
+    seed: int
+    depth: int = 0
+    off_hops: int = 0
+
+    def __post_init__(self) -> None:
+        if self.seed < 0 or not 0 <= self.depth <= MAX_DEPTH_LIMIT:
+            raise ValueError(f"bad standing {self!r}")
+        if not 0 <= self.off_hops <= MAX_EXTRA_HOPS:
+            raise ValueError(f"bad standing {self!r}")
+
+    def pack(self) -> int:
+        """seed << 24 | depth << 8 | off_hops: one integer column of the queue row."""
+        return self.seed << 24 | self.depth << 8 | self.off_hops
+
+    @classmethod
+    def unpack(cls, packed: int) -> Standing:
+        return cls(packed >> 24, (packed >> 8) & MAX_DEPTH_LIMIT, packed & MAX_EXTRA_HOPS)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeDecision:
+    """Queue or skip a link; `standing` is set exactly when it is queued."""
+
+    queue: bool
+    rule: ScopeRule
+    seed: int  # the credited seed (when skipped: the seed whose page linked it)
+    standing: Standing | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeCheck:
+    """The answer of `POST /v1/scope/check`: in or out, the rule, the seed URL credited."""
+
+    in_scope: bool
+    rule: ScopeRule
+    seed: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """A normalised URL's parts that scope types look at."""
+
+    host_key: str  # the host without a leading "www."
+    rest: str  # path and query
+
+    @classmethod
+    def of(cls, url: str) -> _Split:
+        # Normalised URLs have no userinfo and a lowercase host (urls.normalise).
+        start = url.find("//") + 2
+        end = url.find("/", start)
+        authority, rest = (url[start:end], url[end:]) if end >= 0 else (url[start:], "/")
+        if authority.startswith("["):
+            host = authority[: authority.find("]") + 1]
+        else:
+            host = authority.partition(":")[0]
+        return cls(host[4:] if host.startswith("www.") else host, rest)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _CompiledSeed:
+    index: int
+    scope: SeedScope
+    split: _Split
+    prefix: str  # the seed's directory: its path up to the last "/"
+    site: str  # the seed's registered domain
+    include: PatternSet
+    exclude: PatternSet
+
+    @property
+    def is_open(self) -> bool:
+        """Every URL is in this seed's scope (`any` with no excludes)."""
+        return self.scope.type is ScopeType.ANY and not self.exclude
+
+    def is_type_match(self, url: str, split: _Split, site: str | None) -> bool:
+        kind = self.scope.type
+        if kind is ScopeType.ANY:
+            return True
+        if kind is ScopeType.PAGE:
+            return url == self.scope.url
+        if kind in (ScopeType.HOST, ScopeType.PREFIX):
+            same_host = split.host_key == self.split.host_key
+            return same_host and (kind is ScopeType.HOST or split.rest.startswith(self.prefix))
+        if kind is ScopeType.DOMAIN:
+            return site == self.site
+        return False  # custom: includes only
+
+
+class CrawlScope:
+    """Every seed's scope and the crawl-wide excludes, compiled once; immutable.
+
+    Raises ConfigError naming the key of a pattern RE2 refuses.
+    """
+
+    __slots__ = ("_by_url", "_exclude", "_has_domain_seeds", "_indexed", "_seeds", "_wide")
+
+    def __init__(self, seeds: Sequence[SeedScope], exclude: tuple[str, ...] = ()) -> None:
+        cache: dict[tuple[str, ...], PatternSet] = {}
+
+        def compiled(patterns: tuple[str, ...], key: str) -> PatternSet:
+            if patterns not in cache:
+                cache[patterns] = compile_patterns(patterns, key)
+            return cache[patterns]
+
+        self._exclude = compile_patterns(exclude, "scope.exclude")
+        self._seeds = tuple(
+            _CompiledSeed(
+                index,
+                seed,
+                _Split.of(seed.url),
+                _directory(_Split.of(seed.url).rest),
+                site_of(seed.url),
+                compiled(seed.include, f"seeds[{index}].include"),
+                compiled(seed.exclude, f"seeds[{index}].exclude"),
+            )
+            for index, seed in enumerate(seeds)
+        )
+        self._by_url: dict[str, int] = {}
+        for seed in reversed(self._seeds):  # the first of duplicate seeds wins
+            self._by_url[seed.scope.url] = seed.index
+        # Seeds a URL can be in only by its host, site or URL are looked up by that key;
+        # the others (any, or with includes) are tried for every URL.
+        self._indexed: dict[str, list[_CompiledSeed]] = {}
+        self._wide: list[_CompiledSeed] = []
+        self._has_domain_seeds = any(s.scope.type is ScopeType.DOMAIN for s in self._seeds)
+        for seed in self._seeds:
+            key = _index_key(seed)
+            if key is None or seed.include:
+                self._wide.append(seed)
+            if key is not None:
+                self._indexed.setdefault(key, []).append(seed)
+
+    @property
+    def seeds(self) -> tuple[SeedScope, ...]:
+        return tuple(seed.scope for seed in self._seeds)
+
+    def with_exclusions(self, exclude: tuple[str, ...]) -> CrawlScope:
+        """The same seeds with these crawl-wide excludes (run-time changes build a new one)."""
+        return CrawlScope(self.seeds, exclude)
+
+    def seed_standing(self, url: str) -> Standing | None:
+        """The standing of a seed URL (depth 0), or None if `url` is not a seed."""
+        index = self._by_url.get(url)
+        return None if index is None else Standing(index)
+
+    def decide(self, url: str, source: Standing) -> ScopeDecision:
+        """Queue or skip the normalised link `url` found on a page standing at `source`."""
+        seed_index = self._by_url.get(url)
+        if seed_index is not None:
+            return ScopeDecision(True, ScopeRule.SEED, seed_index, Standing(seed_index))
+        if self._exclude and self._exclude.matching(url):
+            return _skipped(ScopeRule.EXCLUDE, source.seed)
+        own = self._seeds[source.seed]
+        if own.is_open and _is_within_depth(own, source):  # `any`: today's crawl, the fast path
+            return _queued(ScopeRule.SCOPE, own.index, source, off_scope=False)
+        split = _Split.of(url)
+        rule = self._membership(own, url, split)  # the common case: the finder's own scope
+        too_deep: list[_CompiledSeed] = []  # members whose max_depth the link exceeds
+        if rule is ScopeRule.SCOPE or rule is ScopeRule.INCLUDE:
+            if _is_within_depth(own, source):
+                return _queued(rule, own.index, source, off_scope=False)
+            too_deep.append(own)
+        excluded = rule is ScopeRule.EXCLUDE
+        for seed, seed_rule in self._members(url, split, skip=own.index):
+            if seed_rule is ScopeRule.EXCLUDE:
+                excluded = True
+            elif _is_within_depth(seed, source):
+                return _queued(seed_rule, seed.index, source, off_scope=False)
+            else:
+                too_deep.append(seed)
+        if too_deep:
+            return _skipped(ScopeRule.MAX_DEPTH, too_deep[0].index)
+        if excluded:
+            return _skipped(ScopeRule.EXCLUDE, source.seed)
+        return self._off_scope(own, source)
+
+    def check(self, url: str) -> ScopeCheck:
+        """Is the normalised `url` in the crawl's scope, by which rule, for which seed URL."""
+        seed_index = self._by_url.get(url)
+        if seed_index is not None:
+            return ScopeCheck(True, ScopeRule.SEED, url)
+        if self._exclude and self._exclude.matching(url):
+            return ScopeCheck(False, ScopeRule.EXCLUDE, None)
+        excluded_by: str | None = None
+        for seed, rule in self._members(url, _Split.of(url), skip=-1):
+            if rule is not ScopeRule.EXCLUDE:
+                return ScopeCheck(True, rule, seed.scope.url)
+            excluded_by = excluded_by or seed.scope.url
+        if excluded_by is not None:
+            return ScopeCheck(False, ScopeRule.EXCLUDE, excluded_by)
+        return ScopeCheck(False, ScopeRule.SCOPE, None)
+
+    def _off_scope(self, own: _CompiledSeed, source: Standing) -> ScopeDecision:
+        hops = own.scope.extra_hops
+        if source.off_hops >= hops:
+            rule = ScopeRule.EXTRA_HOPS if hops else ScopeRule.SCOPE
+            return _skipped(rule, own.index)
+        if not _is_within_depth(own, source):
+            return _skipped(ScopeRule.MAX_DEPTH, own.index)
+        return _queued(ScopeRule.EXTRA_HOPS, own.index, source, off_scope=True)
+
+    def _members(
+        self, url: str, split: _Split, *, skip: int
+    ) -> Iterable[tuple[_CompiledSeed, ScopeRule]]:
+        """Seeds whose type or includes match `url`, lowest index first, with the rule
+        (EXCLUDE when the seed's own exclude then removes it); `skip` is left out."""
+        candidates = {seed.index: seed for seed in self._wide}
+        keys = [url, split.host_key]
+        if self._has_domain_seeds:
+            keys.append(_SITE + site_of_normalised(url))
+        for key in keys:
+            for seed in self._indexed.get(key, ()):
+                candidates[seed.index] = seed
+        candidates.pop(skip, None)
+        for index in sorted(candidates):
+            seed = candidates[index]
+            rule = self._membership(seed, url, split)
+            if rule is not None:
+                yield seed, rule
+
+    @staticmethod
+    def _membership(seed: _CompiledSeed, url: str, split: _Split) -> ScopeRule | None:
+        site = site_of_normalised(url) if seed.scope.type is ScopeType.DOMAIN else None
+        if seed.is_type_match(url, split, site):
+            rule = ScopeRule.SCOPE
+        elif seed.include and seed.include.matching(url):
+            rule = ScopeRule.INCLUDE
+        else:
+            return None
+        if seed.exclude and seed.exclude.matching(url):
+            return ScopeRule.EXCLUDE
+        return rule
+
+    def __repr__(self) -> str:
+        kinds = sorted({seed.scope.type.value for seed in self._seeds})
+        return (
+            f"<CrawlScope seeds={len(self._seeds)} types={','.join(kinds)}"
+            f" excludes={len(self._exclude.patterns)}>"
+        )
+
+
+def _directory(rest: str) -> str:
+    path = rest.partition("?")[0]
+    return path[: path.rfind("/") + 1] or "/"
+
+
+# Site keys are kept apart from host keys so a domain seed and a host seed never collide.
+_SITE = "site:"
+
+
+def _index_key(seed: _CompiledSeed) -> str | None:
+    kind = seed.scope.type
+    if kind is ScopeType.PAGE:
+        return seed.scope.url
+    if kind in (ScopeType.HOST, ScopeType.PREFIX):
+        return seed.split.host_key
+    if kind is ScopeType.DOMAIN:
+        return _SITE + seed.site
+    return None
+
+
+def _is_within_depth(seed: _CompiledSeed, source: Standing) -> bool:
+    limit = seed.scope.max_depth
+    return limit == 0 or source.depth + 1 <= limit
+
+
+def _queued(rule: ScopeRule, seed: int, source: Standing, *, off_scope: bool) -> ScopeDecision:
+    depth = min(source.depth + 1, MAX_DEPTH_LIMIT)
+    return _queued_at(rule, seed, depth, source.off_hops + 1 if off_scope else 0)
+
+
+@lru_cache(maxsize=4096)
+def _skipped(rule: ScopeRule, seed: int) -> ScopeDecision:
+    return ScopeDecision(False, rule, seed)
+
+
+@lru_cache(maxsize=65536)
+def _queued_at(rule: ScopeRule, seed: int, depth: int, off_hops: int) -> ScopeDecision:
+    # Decisions are values and repeat a lot (same seed, same depth): building two frozen
+    # dataclasses per link was half the cost of an `any` decision.
+    return ScopeDecision(True, rule, seed, Standing(seed, depth, off_hops))

@@ -1,0 +1,279 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trawl.errors import ConfigError
+from trawl.frontier.scope import (
+    CrawlScope,
+    ScopeCheck,
+    ScopeDecision,
+    ScopeRule,
+    ScopeType,
+    SeedScope,
+    Standing,
+)
+from trawl.frontier.scope_patterns import compile_patterns
+
+SEED = "https://www.example.org/docs/guide/intro.html"
+AT_SEED = Standing(0)
+
+
+def one(kind: ScopeType, **keys: object) -> CrawlScope:
+    return CrawlScope([SeedScope(SEED, kind, **keys)])  # type: ignore[arg-type]
+
+
+def queued(scope: CrawlScope, url: str, source: Standing = AT_SEED) -> bool:
+    return scope.decide(url, source).queue
+
+
+@pytest.mark.parametrize(
+    ("kind", "inside", "outside"),
+    [
+        (ScopeType.PAGE, [], ["https://www.example.org/docs/guide/other.html"]),
+        (
+            ScopeType.PREFIX,
+            ["https://www.example.org/docs/guide/", "https://example.org/docs/guide/a/b?x=1"],
+            ["https://www.example.org/docs/", "https://www.example.org/docs/guidebook"],
+        ),
+        (
+            ScopeType.HOST,
+            ["https://example.org/", "http://www.example.org:8080/x"],
+            ["https://api.example.org/", "https://example.com/"],
+        ),
+        (
+            ScopeType.DOMAIN,
+            ["https://api.example.org/v1", "http://a.b.example.org/"],
+            ["https://example.com/", "https://example.org.evil.net/"],
+        ),
+        (ScopeType.ANY, ["https://anything.test/", "http://10.0.0.1/"], []),
+        (ScopeType.CUSTOM, [], ["https://www.example.org/docs/guide/x"]),
+    ],
+)
+def test_each_scope_type(kind: ScopeType, inside: list[str], outside: list[str]) -> None:
+    scope = one(kind)
+    for url in inside:
+        assert scope.decide(url, AT_SEED) == ScopeDecision(
+            True, ScopeRule.SCOPE, 0, Standing(0, 1, 0)
+        )
+        assert scope.check(url) == ScopeCheck(True, ScopeRule.SCOPE, SEED)
+    for url in outside:
+        assert scope.decide(url, AT_SEED) == ScopeDecision(False, ScopeRule.SCOPE, 0)
+        assert scope.check(url) == ScopeCheck(False, ScopeRule.SCOPE, None)
+
+
+def test_the_seed_is_always_in_scope() -> None:
+    scope = CrawlScope([SeedScope(SEED, ScopeType.CUSTOM, exclude=("intro",))], ("guide",))
+    assert scope.decide(SEED, Standing(0, 7, 3)) == ScopeDecision(
+        True, ScopeRule.SEED, 0, Standing(0)
+    )
+    assert scope.check(SEED) == ScopeCheck(True, ScopeRule.SEED, SEED)
+    assert scope.seed_standing(SEED) == Standing(0)
+    assert scope.seed_standing("https://example.org/") is None
+
+
+_hosts = st.from_regex(r"[a-z]{1,8}(\.[a-z]{1,8}){0,2}\.(org|com|co\.uk)", fullmatch=True)
+_paths = st.from_regex(r"(/[a-z0-9]{0,6}){1,4}", fullmatch=True)
+
+
+@given(
+    host=_hosts,
+    seed_path=_paths,
+    path=_paths,
+    seed_scheme=st.sampled_from(["http", "https"]),
+    scheme=st.sampled_from(["http", "https"]),
+    seed_www=st.booleans(),
+    www=st.booleans(),
+    kind=st.sampled_from([ScopeType.PREFIX, ScopeType.HOST, ScopeType.DOMAIN]),
+)
+def test_scheme_and_www_do_not_matter(
+    host: str,
+    seed_path: str,
+    path: str,
+    seed_scheme: str,
+    scheme: str,
+    seed_www: bool,
+    www: bool,
+    kind: ScopeType,
+) -> None:
+    def spell(scheme: str, www: bool, path: str) -> str:
+        return f"{scheme}://{'www.' if www else ''}{host}{path}"
+
+    scope = CrawlScope([SeedScope(spell(seed_scheme, seed_www, seed_path), kind)])
+    plain = scope.check(spell("https", False, path)).in_scope
+    assert scope.check(spell(scheme, www, path)).in_scope == plain
+    under = seed_path[: seed_path.rfind("/") + 1] + path.lstrip("/")
+    assert scope.check(spell(scheme, www, under)).in_scope  # under the seed's directory
+
+
+def test_prefix_with_a_query_takes_the_directory() -> None:
+    scope = CrawlScope([SeedScope("https://ex.org/a/b?next=/c/d", ScopeType.PREFIX)])
+    assert scope.check("https://ex.org/a/x").in_scope
+    assert not scope.check("https://ex.org/c/d").in_scope
+
+
+def test_union_credits_the_seed_that_found_it() -> None:
+    a = SeedScope("https://a.test/", ScopeType.DOMAIN)
+    b = SeedScope("https://b.test/", ScopeType.DOMAIN)
+    both = SeedScope("https://c.test/", ScopeType.CUSTOM, include=(r"\.test/shared",))
+    scope = CrawlScope([a, b, both])
+    # a page of a links to b: in b's scope, so queued and credited to b.
+    assert scope.decide("https://www.b.test/x", Standing(0, 2)) == ScopeDecision(
+        True, ScopeRule.SCOPE, 1, Standing(1, 3, 0)
+    )
+    # in a's and c's scope, found from c: stays c's.
+    assert scope.decide("https://a.test/shared", Standing(2, 1)) == ScopeDecision(
+        True, ScopeRule.INCLUDE, 2, Standing(2, 2, 0)
+    )
+    # found from b, in a's and c's: the lowest-numbered member, a.
+    assert scope.decide("https://a.test/shared", Standing(1, 1)).seed == 0
+    assert scope.check("https://a.test/shared") == ScopeCheck(
+        True, ScopeRule.SCOPE, "https://a.test/"
+    )
+    assert not queued(scope, "https://d.test/", Standing(0, 1))
+
+
+@pytest.mark.parametrize("hops", [0, 1, 2, 3])
+def test_extra_hops_follow_exactly_n_hops_out(hops: int) -> None:
+    scope = one(ScopeType.HOST, extra_hops=hops)
+    source = AT_SEED
+    for n in range(1, hops + 1):
+        decision = scope.decide(f"https://out{n}.test/", source)
+        assert decision == ScopeDecision(True, ScopeRule.EXTRA_HOPS, 0, Standing(0, n, n))
+        assert decision.standing is not None
+        source = decision.standing
+    rule = ScopeRule.EXTRA_HOPS if hops else ScopeRule.SCOPE
+    assert scope.decide("https://beyond.test/", source) == ScopeDecision(False, rule, 0)
+    # a link back into scope is queued and its off-scope hops start again
+    assert scope.decide("https://example.org/back", source) == ScopeDecision(
+        True, ScopeRule.SCOPE, 0, Standing(0, hops + 1, 0)
+    )
+
+
+def test_max_depth_counts_hops_from_the_seed() -> None:
+    scope = one(ScopeType.ANY, max_depth=2)
+    assert queued(scope, "https://x.test/1", Standing(0, 0))
+    assert queued(scope, "https://x.test/2", Standing(0, 1))
+    assert scope.decide("https://x.test/3", Standing(0, 2)) == ScopeDecision(
+        False, ScopeRule.MAX_DEPTH, 0
+    )
+
+
+def test_max_depth_applies_to_extra_hops_too() -> None:
+    scope = one(ScopeType.HOST, max_depth=1, extra_hops=5)
+    assert scope.decide("https://out.test/", Standing(0, 1)).rule is ScopeRule.MAX_DEPTH
+
+
+def test_a_deeper_member_takes_what_a_shallow_one_cannot() -> None:
+    shallow = SeedScope("https://a.test/", ScopeType.ANY, max_depth=1)
+    deep = SeedScope("https://b.test/", ScopeType.DOMAIN)
+    scope = CrawlScope([shallow, deep])
+    assert scope.decide("https://b.test/x", Standing(0, 3)) == ScopeDecision(
+        True, ScopeRule.SCOPE, 1, Standing(1, 4, 0)
+    )
+
+
+def test_an_exclude_always_wins() -> None:
+    scope = CrawlScope(
+        [SeedScope(SEED, ScopeType.HOST, include=("/tag/",), exclude=("/tag/", "/private/"))],
+        exclude=(r"\?replytocom=",),
+    )
+    for url in ("https://example.org/tag/a", "https://example.org/private/x"):
+        assert scope.decide(url, AT_SEED) == ScopeDecision(False, ScopeRule.EXCLUDE, 0)
+        assert scope.check(url) == ScopeCheck(False, ScopeRule.EXCLUDE, SEED)
+    crawl_wide = "https://example.org/a?replytocom=3"
+    assert scope.decide(crawl_wide, AT_SEED) == ScopeDecision(False, ScopeRule.EXCLUDE, 0)
+    assert scope.check(crawl_wide) == ScopeCheck(False, ScopeRule.EXCLUDE, None)
+
+
+def test_an_excluded_url_gets_no_extra_hops() -> None:
+    scope = CrawlScope([SeedScope(SEED, ScopeType.HOST, extra_hops=2)], exclude=("ads",))
+    assert scope.decide("https://ads.test/", AT_SEED).rule is ScopeRule.EXCLUDE
+    own = CrawlScope([SeedScope(SEED, ScopeType.ANY, exclude=("ads",), extra_hops=2)])
+    assert own.decide("https://ads.test/", AT_SEED).rule is ScopeRule.EXCLUDE
+
+
+def test_one_seeds_exclude_does_not_remove_another_seeds_pages() -> None:
+    a = SeedScope("https://a.test/", ScopeType.DOMAIN, exclude=("/tag/",))
+    b = SeedScope("https://b.test/", ScopeType.ANY)
+    scope = CrawlScope([a, b])
+    assert scope.decide("https://a.test/tag/x", Standing(0, 1)) == ScopeDecision(
+        True, ScopeRule.SCOPE, 1, Standing(1, 2, 0)
+    )
+
+
+def test_custom_is_includes_only() -> None:
+    scope = one(ScopeType.CUSTOM, include=(r"^https://[^/]*example\.org/docs/",))
+    assert scope.decide("https://example.org/docs/x", AT_SEED) == ScopeDecision(
+        True, ScopeRule.INCLUDE, 0, Standing(0, 1, 0)
+    )
+    assert scope.check("https://www.example.org/docs/x").rule is ScopeRule.INCLUDE
+    assert not queued(scope, "https://www.example.org/blog/")
+
+
+def test_includes_widen_a_typed_scope() -> None:
+    scope = one(ScopeType.PREFIX, include=(r"//cdn\.example\.org/",))
+    assert scope.check("https://cdn.example.org/a.html") == ScopeCheck(
+        True, ScopeRule.INCLUDE, SEED
+    )
+    assert scope.check("https://www.example.org/docs/guide/b").rule is ScopeRule.SCOPE
+
+
+def test_run_time_exclusions_make_a_new_scope() -> None:
+    scope = one(ScopeType.ANY)
+    narrowed = scope.with_exclusions(("/calendar/",))
+    assert scope.check("https://x.test/calendar/2030").in_scope
+    assert narrowed.check("https://x.test/calendar/2030").rule is ScopeRule.EXCLUDE
+    assert narrowed.seeds == scope.seeds
+
+
+@given(
+    seed=st.integers(0, 2**31),
+    depth=st.integers(0, 0xFFFF),
+    off_hops=st.integers(0, 0xFF),
+)
+def test_standing_packs_into_one_integer(seed: int, depth: int, off_hops: int) -> None:
+    standing = Standing(seed, depth, off_hops)
+    assert Standing.unpack(standing.pack()) == standing
+    assert 0 <= standing.pack() < 2**63  # an SQLite INTEGER
+
+
+def test_depth_saturates_instead_of_overflowing() -> None:
+    deepest = Standing(0, 0xFFFF)
+    assert one(ScopeType.ANY).decide("https://x.test/", deepest).standing == deepest
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"max_depth": -1}, "max_depth = -1"),
+        ({"extra_hops": -2}, "extra_hops = -2"),
+        ({"extra_hops": 256}, "extra_hops = 256"),
+    ],
+)
+def test_bad_seed_scope_values(keys: dict[str, int], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SeedScope(SEED, **keys)  # type: ignore[arg-type]
+
+
+def test_a_pattern_re2_refuses_names_its_key() -> None:
+    with pytest.raises(ConfigError, match=r"^seeds\[1\]\.include\[1\]: '\(a\)\\\\1' is not"):
+        CrawlScope([SeedScope(SEED), SeedScope(SEED, include=("ok", r"(a)\1"))])
+    with pytest.raises(ConfigError, match=r"^scope\.exclude\[0\]: '\(\?=x\)'"):
+        CrawlScope([SeedScope(SEED)], exclude=("(?=x)",))
+
+
+def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
+    patterns = compile_patterns((r"(a+)+$", r"(x|x)*y"), "scope.exclude")
+    url = "https://ex.org/" + "a" * 5000 + "!" + "x" * 5000
+    started = time.perf_counter()
+    assert patterns.matching(url) == []
+    assert time.perf_counter() - started < 0.1  # Python's re would take longer than the universe
+
+
+def test_repr_shows_the_scope() -> None:
+    scope = CrawlScope([SeedScope(SEED, ScopeType.HOST), SeedScope(SEED)], ("x",))
+    assert repr(scope) == "<CrawlScope seeds=2 types=any,host excludes=1>"
