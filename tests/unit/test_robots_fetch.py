@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from trawl.politeness.robots import RobotsRules, RobotsStatus
-from trawl.politeness.robots_fetch import Blocking, RobotsRead, robots_read, rules_of_answer
+from trawl.politeness.robots import RobotsRules, RobotsStatus, robots_from_response
+from trawl.politeness.robots_fetch import Blocking, RobotsRead, robots_read
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.politeness.site_state import SiteState
 
@@ -20,12 +20,12 @@ DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 def answer(
     status: int | None, body: bytes | None = None, previous: RobotsRules | None = None
 ) -> RobotsRules:
-    return rules_of_answer(
+    return robots_from_response(
         ORIGIN,
         status,
         body,
-        previous,
         NOW,
+        previous_failures=previous.failures if previous is not None else 0,
         cache_s=86_400.0,
         retry_base_s=RETRY_BASE_S,
         retry_max_s=3600.0,

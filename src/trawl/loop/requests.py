@@ -19,11 +19,12 @@ from trawl.politeness.robots import (
     HopAction,
     RobotsRules,
     RobotsStatus,
+    robots_from_response,
     robots_hop,
     robots_redirect_target,
     robots_url,
 )
-from trawl.politeness.robots_fetch import Blocking, robots_read, rules_of_answer
+from trawl.politeness.robots_fetch import Blocking, robots_read
 from trawl.politeness.site_clock import FetchOutcome, classify_result
 from trawl.urls.registered_domain import host_of, origin_of, site_of
 
@@ -256,12 +257,12 @@ class SiteRequests:
         apply what they decide (politeness.robots_fetch)."""
         ctx = self.ctx
         s = ctx.policy.robots
-        rules = rules_of_answer(
+        rules = robots_from_response(
             origin,
             status,
             body,
-            previous,
             ctx.clock.now(),
+            previous_failures=previous.failures if previous is not None else 0,
             cache_s=s.cache_s,
             retry_base_s=s.retry_base_s,
             retry_max_s=s.retry_max_s,

@@ -1,7 +1,8 @@
 """What a robots.txt answer does to its site: the rules of `fetch_robots`, without its I/O.
 
 How this works: the shell (loop.requests) fetches an origin's robots.txt, following its
-redirects (`robots.robots_hop`), and turns the final answer into rules (`rules_of_answer`).
+redirects (`robots.robots_hop`), and turns the final answer into rules
+(`robots.robots_from_response`).
 It parses them off the event loop (`RobotsRules.prepare`), stores them on the site
 (`SiteState.set_robots`, which takes the largest Crawl-delay of the site's origins), and
 asks `robots_read` what follows; it applies the returned `RobotsRead` as it stands, writes
@@ -27,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from trawl.politeness.robots import RobotsRules, RobotsStatus, robots_from_response
+from trawl.politeness.robots import RobotsRules, RobotsStatus
 
 
 class Blocking(Enum):
@@ -47,34 +48,6 @@ class RobotsRead:
     blocking: Blocking
     reads_sitemaps: bool  # queue the sitemaps the rules list (or the site's default one)
     status_label: str  # counted in the crawl's statuses, e.g. "robots:unreachable"
-
-
-def rules_of_answer(
-    origin: str,
-    status: int | None,
-    body: bytes | None,
-    previous: RobotsRules | None,
-    now: float,
-    *,
-    cache_s: float,
-    retry_base_s: float,
-    retry_max_s: float,
-    max_bytes: int,
-) -> RobotsRules:
-    """The origin's rules from the final answer (`status` None: no HTTP answer, or a
-    redirect that was not followed); an unreachable answer's retry waits longer with each
-    failure in a row since `previous` (robots.robots_from_response)."""
-    return robots_from_response(
-        origin,
-        status,
-        body,
-        now,
-        previous_failures=previous.failures if previous is not None else 0,
-        cache_s=cache_s,
-        retry_base_s=retry_base_s,
-        retry_max_s=retry_max_s,
-        max_bytes=max_bytes,
-    )
 
 
 def robots_read(
