@@ -272,7 +272,11 @@ class Settings:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         parse_networks(self.network.allow_networks, "network.allow_networks")
         _require_positive("node.checkpoint_interval_s", self.node.checkpoint_interval_s)
-        self.crawl_scope()
+        if self.scope != ScopeSettings() or self.seeds:
+            # Every settings load validates (twice per command: file, then overrides); the
+            # default scope has nothing to compile, and its check would import RE2 and the
+            # scope core for nothing.
+            self.crawl_scope()
         return self
 
     def crawl_scope(self, more_seeds: tuple[str, ...] = ()) -> CrawlScope:
