@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from trawl.frontier.scope import CrawlScope, SeedScope
+    from trawl.urls.normalise import NormaliseRules
 
 MiB = 1024 * 1024
 
@@ -279,7 +280,9 @@ class Settings:
             self.crawl_scope()
         return self
 
-    def crawl_scope(self, more_seeds: tuple[str, ...] = ()) -> CrawlScope:
+    def crawl_scope(
+        self, more_seeds: tuple[str, ...] = (), rules: NormaliseRules | None = None
+    ) -> CrawlScope:
         """The scope of the `[[seeds]]` tables, then of `more_seeds` (seeds file, command
         line: they take the `[scope]` defaults), compiled. Raises ConfigError naming the key."""
         # Imported here: the scope core brings the public suffix list and RE2 (~60 ms), which
@@ -296,11 +299,13 @@ class Settings:
         _seed_scope(s, SeedSettings("http://example.invalid/"), "scope")  # the defaults alone
         compile_patterns(s.include, "scope.include")  # named here, not as the first seed's
         tables = (*self.seeds, *(SeedSettings(url) for url in more_seeds))
-        seeds = [_seed_scope(s, seed, f"seeds[{n}]") for n, seed in enumerate(tables)]
+        seeds = [_seed_scope(s, seed, f"seeds[{n}]", rules) for n, seed in enumerate(tables)]
         return CrawlScope(seeds, s.exclude)
 
 
-def _seed_scope(defaults: ScopeSettings, seed: SeedSettings, key: str) -> SeedScope:
+def _seed_scope(
+    defaults: ScopeSettings, seed: SeedSettings, key: str, rules: NormaliseRules | None = None
+) -> SeedScope:
     from trawl.errors import InvalidUrl
     from trawl.frontier.scope import MAX_DEPTH_LIMIT, MAX_EXTRA_HOPS, ScopeType, SeedScope
     from trawl.urls.normalise import normalise_url
@@ -320,7 +325,7 @@ def _seed_scope(defaults: ScopeSettings, seed: SeedSettings, key: str) -> SeedSc
                 f"{_source_of(seed, key, name)}.{name} = {pick(name)}: must be 0..{limit}"
             )
     try:
-        url = normalise_url(seed.url)
+        url = normalise_url(seed.url) if rules is None else normalise_url(seed.url, None, rules)
     except InvalidUrl as exc:
         raise ConfigError(f"{key}.url: {exc}") from None
     return SeedScope(

@@ -53,6 +53,7 @@ class CrawlUrl:
     score: float = 0.0
     score_parts: str = ""  # JSON of the score's parts, kept on the frontier entry
     redirects: int = 0  # redirect hops that led here (0: found as a link, seed or due page)
+    standing: int = 0  # frontier.scope.Standing, packed: its seed, hops, off-scope hops
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):

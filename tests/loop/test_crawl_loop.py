@@ -28,7 +28,7 @@ from trawl.loop.workers import WorkerPool
 from trawl.parse.page_work import init_worker
 from trawl.urls.registered_domain import host_of
 from trawl.wiring.embedded import IP_GAP_MARGIN_S, build_context, normalise_rules
-from trawl.wiring.seeds import add_seeds, normalise_seeds
+from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -133,7 +133,8 @@ async def crawl(data_dir: Path, clock: VirtualClock, fetcher: ScriptedFetcher) -
     durable_at: dict[str, float] = {}
     watcher = asyncio.ensure_future(watch_durable(data_dir, clock, durable_at))
     try:
-        add_seeds(ctx, normalise_seeds([(u, "test seed") for u in SEEDS], rules))
+        seeds = normalise_seeds([(u, "test seed") for u in SEEDS], rules)
+        add_seeds(ctx, seed_scopes(s, seeds, rules))
         await Crawler(ctx).run()
     finally:
         await ctx.durability.close()

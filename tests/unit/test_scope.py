@@ -15,6 +15,7 @@ from trawl.frontier.scope import (
     ScopeType,
     SeedScope,
     Standing,
+    seed_id_of,
 )
 from trawl.frontier.scope_patterns import compile_patterns
 
@@ -231,14 +232,116 @@ def test_run_time_exclusions_make_a_new_scope() -> None:
 
 
 @given(
-    seed=st.integers(0, 2**31),
+    seed=st.integers(0, 2**38 - 1),
     depth=st.integers(0, 0xFFFF),
     off_hops=st.integers(0, 0xFF),
+    leaf=st.booleans(),
 )
-def test_standing_packs_into_one_integer(seed: int, depth: int, off_hops: int) -> None:
-    standing = Standing(seed, depth, off_hops)
+def test_standing_packs_into_one_integer(seed: int, depth: int, off_hops: int, leaf: bool) -> None:
+    standing = Standing(seed, depth, off_hops, leaf)
     assert Standing.unpack(standing.pack()) == standing
     assert 0 <= standing.pack() < 2**63  # an SQLite INTEGER
+
+
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_any_stored_integer_unpacks_to_a_valid_standing(packed: int) -> None:
+    Standing.unpack(packed)  # a corrupt row must not raise in the loop
+
+
+def test_seed_ids_are_stable_and_fit() -> None:
+    assert seed_id_of(SEED) == seed_id_of(SEED)
+    assert seed_id_of(SEED) != seed_id_of("https://example.com/")
+    assert 0 <= seed_id_of(SEED) < 2**38
+    ids = [seed_id_of(SEED), seed_id_of("https://b.test/")]
+    scope = CrawlScope(
+        [SeedScope(SEED, ScopeType.HOST), SeedScope("https://b.test/", ScopeType.HOST)],
+        seed_ids=ids,
+    )
+    assert scope.seed_standing("https://b.test/") == Standing(ids[1])
+    assert scope.decide("https://b.test/x", Standing(ids[1])).standing == Standing(ids[1], 1)
+    assert scope.seed_url(ids[0]) == SEED
+
+
+def test_off_scope_redirect_is_captured_as_a_leaf_or_dropped() -> None:
+    seeds = [SeedScope(SEED, ScopeType.HOST)]
+    capture = CrawlScope(seeds)
+    decision = capture.decide_redirect("https://elsewhere.test/", Standing(0, 2))
+    assert decision == ScopeDecision(True, ScopeRule.CAPTURE, 0, Standing(0, 2, 0, leaf=True))
+    # The captured page's links are not followed, even those back in scope.
+    assert capture.decide("https://elsewhere.test/a", Standing(0, 2, 0, True)).rule is (
+        ScopeRule.CAPTURE
+    )
+    assert not queued(capture, "https://example.org/back", Standing(0, 2, 0, True))
+    drop = CrawlScope(seeds, capture_redirects=False)
+    assert drop.decide_redirect("https://elsewhere.test/", Standing(0, 2)) == ScopeDecision(
+        False, ScopeRule.SCOPE, 0
+    )
+    # In scope: queued at the same depth (a redirect is not a hop); excluded: skipped.
+    assert capture.decide_redirect("https://example.org/moved", Standing(0, 2)).standing == (
+        Standing(0, 2)
+    )
+    narrowed = CrawlScope(seeds, ("/moved",))
+    assert not narrowed.decide_redirect("https://x.test/moved", Standing(0, 2)).queue
+
+
+def test_redirect_on_an_allowed_hop_is_that_hop() -> None:
+    scope = one(ScopeType.HOST, extra_hops=1)
+    hop = scope.decide("https://out.test/", AT_SEED)
+    assert hop.standing == Standing(0, 1, 1)
+    moved = scope.decide_redirect("https://out2.test/", Standing(0, 1, 1))
+    assert moved == ScopeDecision(True, ScopeRule.EXTRA_HOPS, 0, Standing(0, 1, 1))
+    # From in scope, a redirect out spends a hop like a link would (its links then stop).
+    assert scope.decide_redirect("https://out.test/", Standing(0, 1)).standing == (
+        Standing(0, 1, 1)
+    )
+    assert not queued(scope, "https://further.test/", Standing(0, 1, 1))
+
+
+def test_listed_urls_need_some_seeds_scope() -> None:
+    scope = CrawlScope(
+        [SeedScope(SEED, ScopeType.PREFIX), SeedScope("https://b.test/", ScopeType.DOMAIN)],
+        ("/private/",),
+    )
+    assert scope.decide_listed("https://www.example.org/docs/guide/x", 1) == ScopeDecision(
+        True, ScopeRule.SCOPE, 0, Standing(0, 1)
+    )
+    assert scope.decide_listed("https://news.b.test/y", 1).standing == Standing(1, 1)
+    assert scope.decide_listed("https://www.example.org/blog/", 1).rule is ScopeRule.SCOPE
+    assert not scope.decide_listed("https://www.example.org/blog/", 1).queue
+    assert scope.decide_listed("https://b.test/private/1", 1).rule is ScopeRule.EXCLUDE
+    assert one(ScopeType.PREFIX, max_depth=1).decide_listed(SEED + "x", 2).queue is False
+
+
+def test_a_standing_naming_no_seed_follows_the_crawls_default() -> None:
+    seeds = [SeedScope(SEED, ScopeType.HOST)]
+    stranger = Standing(12345, 3)
+    assert CrawlScope(seeds).decide("https://any.test/", stranger).standing == Standing(12345, 4)
+    closed = CrawlScope(seeds, open_fallback=False)
+    assert not closed.decide("https://any.test/", stranger).queue
+    assert closed.decide("https://example.org/a", stranger).standing == Standing(0, 4)
+    assert CrawlScope([]).decide("https://any.test/", AT_SEED).queue
+    assert CrawlScope([]).check("https://any.test/").in_scope
+    assert CrawlScope([]).is_open
+    assert not closed.is_open
+
+
+def test_with_seed_adds_or_replaces() -> None:
+    scope = one(ScopeType.PAGE)
+    wider = scope.with_seed(SeedScope(SEED, ScopeType.HOST), 0)
+    assert wider.seeds == (SeedScope(SEED, ScopeType.HOST),)
+    two = scope.with_seed(SeedScope("https://b.test/", ScopeType.HOST), 7)
+    assert two.seed_ids == (0, 7)
+    assert two.check("https://b.test/z") == ScopeCheck(True, ScopeRule.SCOPE, "https://b.test/")
+
+
+def test_explain_names_the_rule() -> None:
+    scope = CrawlScope([SeedScope(SEED, ScopeType.HOST, max_depth=1)], ("/tag/",))
+    url = "https://example.org/tag/x"
+    assert scope.explain(url, scope.decide(url, AT_SEED)) == "exclude /tag/"
+    deep = scope.decide("https://example.org/a", Standing(0, 1))
+    assert scope.explain("https://example.org/a", deep) == f"max_depth 1 of {SEED}"
+    out = scope.decide("https://out.test/", AT_SEED)
+    assert scope.explain("https://out.test/", out) == f"scope host of {SEED}"
 
 
 def test_depth_saturates_instead_of_overflowing() -> None:

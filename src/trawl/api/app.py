@@ -301,7 +301,11 @@ def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSee
             continue
         hashed = url_hash(url)
         crawled = ctx.records.get_page(hashed) is not None
-        if not crawled and ctx.intake.add_seed(url, hashed, site, low_priority=priority == "low"):
+        (seed_id,) = ctx.scope.add_seeds([ctx.scope.default_seed(url)])
+        low = priority == "low"
+        if not crawled and ctx.intake.add_seed(
+            url, hashed, site, seed_id=seed_id, low_priority=low
+        ):
             queued += 1
         else:
             known += 1

@@ -60,6 +60,37 @@ def add_fetch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user-agent", help="full User-Agent (must name trawl and a contact URL)")
     p.add_argument("--contact", help="contact URL for the User-Agent (required)")
     p.add_argument("--config", type=Path, help="TOML config file")
+    add_scope_options(p)
+
+
+SCOPE_TYPES = ("page", "prefix", "host", "domain", "any")  # custom needs includes: config
+
+
+def add_scope_options(p: argparse.ArgumentParser) -> None:
+    """What to crawl (issue 16): the `[scope]` defaults every seed given here takes."""
+    g = p.add_argument_group("scope", "what to crawl; see docs/CONFIG.md [scope]")
+    g.add_argument(
+        "--scope",
+        choices=SCOPE_TYPES,
+        help="follow links within each seed's page, prefix, host, registered domain, or any"
+        " (the default: every link)",
+    )
+    g.add_argument(
+        "--include",
+        action="append",
+        metavar="RE",
+        help="also follow URLs matching this RE2 regular expression; repeatable",
+    )
+    g.add_argument(
+        "--exclude",
+        action="append",
+        metavar="RE",
+        help="never fetch URLs matching this RE2 regular expression (always wins); repeatable",
+    )
+    g.add_argument("--max-depth", type=int, metavar="N", help="links from a seed; 0 = no limit")
+    g.add_argument(
+        "--extra-hops", type=int, metavar="N", help="follow links out of scope N hops further"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -79,9 +110,18 @@ def fetch_settings(args: argparse.Namespace, **crawl: object) -> Settings:
     from trawl.config import load_settings, with_overrides
 
     settings = load_settings(args.config)
+    s = settings.scope
     return with_overrides(
         settings,
         crawl={"user_agent": args.user_agent, "contact_url": args.contact, **crawl},
+        scope={
+            "type": args.scope,
+            # Patterns given here widen or narrow the config's: both hold.
+            "include": (*s.include, *args.include) if args.include else None,
+            "exclude": (*s.exclude, *args.exclude) if args.exclude else None,
+            "max_depth": args.max_depth,
+            "extra_hops": args.extra_hops,
+        },
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
             "hosts_file": args.hosts_file,

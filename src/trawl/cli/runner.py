@@ -37,6 +37,8 @@ class CrawlSummary:
     turns_by_line: tuple[int, int, int] = (0, 0, 0)  # site turns given to FAST, SLOW, REFRESH
     contested_turns: tuple[int, int] = (0, 0)  # (refresh, discovery) while both had work
     workers_replaced: int = 0  # worker pools started afresh after a worker died (issue 13)
+    scope: str = ""  # the scope in force (ScopeBook.summary)
+    skips: dict[str, int] | None = None  # URLs not queued, by reason, over the whole crawl
 
 
 async def run_crawl(
@@ -61,14 +63,19 @@ async def run_crawl(
     from trawl.loop.stop_signals import stop_on_signals
     from trawl.store.layout import lock_data_dir
     from trawl.wiring.embedded import build_context, normalise_rules
-    from trawl.wiring.seeds import add_seeds, normalise_seeds, queue_all_due
+    from trawl.wiring.seeds import add_seeds, normalise_seeds, queue_all_due, seed_scopes
 
-    valid_seeds = normalise_seeds(seeds, normalise_rules(settings))
+    rules = normalise_rules(settings)
+    valid_seeds = seed_scopes(settings, normalise_seeds(seeds, rules), rules)
     with lock_data_dir(data_dir):
         ctx = build_context(settings, data_dir)
         try:
             add_seeds(ctx, valid_seeds)
             queue_all_due(ctx)
+            out.write(
+                f"trawl: crawling into {data_dir} from {len(ctx.scope.seeds)} seeds;"
+                f" {ctx.scope.summary()}\n"
+            )
             with stop_on_signals(ctx.run.request_stop):
                 progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
                 api = asyncio.create_task(serve(ctx)) if serve is not None else None
@@ -96,6 +103,8 @@ async def run_crawl(
             sched.handed_out,
             sched.contested,
             ctx.cpu_pool.stats().replaced,
+            ctx.scope.summary(),
+            ctx.scope.skips.counts(),
         )
 
 
@@ -153,6 +162,12 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"(new {st.sitemap_new}, made due {st.sitemap_due}), "
             f"turns refresh/discovery {refresh}/{fast + slow} "
             f"({s.contested_turns[0]}/{s.contested_turns[1]} while both waited)\n"
+        )
+    if s.scope:
+        skips = dict(sorted((s.skips or {}).items()))
+        out.write(
+            f"{s.scope}; URLs not queued {sum(skips.values())} {skips}"
+            f" (trawl skipped --data DIR lists them)\n"
         )
     if s.workers_replaced:
         out.write(f"worker processes died and were replaced {s.workers_replaced} times\n")

@@ -38,11 +38,12 @@ class QueuedRow:
     score: float
     score_parts: str
     redirects: int = 0  # absent from checkpoints written before issue 13
+    standing: int = 0  # frontier.scope.Standing packed; absent before issue 16
 
     def item(self) -> CrawlUrl:
         return CrawlUrl(
             self.url, self.url_hash, self.site, self.depth, Line(self.line), self.discovered_at,
-            UrlKind(self.kind), self.score, self.score_parts, self.redirects,
+            UrlKind(self.kind), self.score, self.score_parts, self.redirects, self.standing,
         )  # fmt: skip
 
 
@@ -91,10 +92,11 @@ def decode(data: bytes, where: str) -> PartitionCheckpoint:
 
 def _row(row: list[Any]) -> QueuedRow:
     """A queue row (JSON values: checked by the conversions); rows of checkpoints written
-    before issue 13 lack `redirects`."""
+    before issue 13 lack `redirects`, before issue 16 `standing`."""
     site, line_no, url, url_hash, depth, found_at, attempts, kind, score, parts, *rest = row
     redirects = rest[0] if rest else 0
+    standing = rest[1] if len(rest) > 1 else 0
     return QueuedRow(
         str(site), int(line_no), str(url), str(url_hash), int(depth), float(found_at),
-        int(attempts), int(kind), float(score), str(parts), int(redirects),
+        int(attempts), int(kind), float(score), str(parts), int(redirects), int(standing),
     )  # fmt: skip

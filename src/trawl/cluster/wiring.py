@@ -48,7 +48,7 @@ from trawl.store.records_postgres import PostgresRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
 from trawl.wiring.embedded import IP_GAP_MARGIN_S, build_context
-from trawl.wiring.seeds import add_seeds
+from trawl.wiring.seeds import add_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -170,7 +170,7 @@ async def _run(
         ctx=ctx, table=table, leases=shell, publisher=publisher, links=links, blobs=blobs,
         seen=seen, checkpoint_interval_s=settings.node.checkpoint_interval_s,
     )  # fmt: skip
-    add_seeds(ctx, seeds)  # routed: sent with the first publish
+    add_seeds(ctx, seed_scopes(settings, seeds, ctx.rules))  # routed: sent with the first publish
     status = StatusCache(cluster)
     shared = SharedStores(
         open_records=lambda: PostgresRecords(open_postgres(cluster.postgres_dsn)),

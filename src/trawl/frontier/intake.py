@@ -1,9 +1,11 @@
 """The one door into the frontier: every URL the crawl queues comes through here.
 
 Seeds, links found on a page, redirect targets, sitemap entries, due pages and URLs routed
-here by another machine each get their line and score here, pass the seen check (known
-URLs are re-scored instead when their in-link counts doubled) and the trap rules, and join
-the queue ready when their site's clock allows. A contained trap site
+here by another machine each pass the crawl's scope first (frontier.scope: a link out of
+scope is noted as skipped, with its reason, and never claimed in the seen set, so another
+path may still bring it in), get their line, score and Standing here, pass the seen check
+(known URLs are re-scored instead when their in-link counts doubled) and the trap rules, and
+join the queue ready when their site's clock allows. A contained trap site
 (frontier.containment) resting until its next trickle is woken when work it may serve now
 arrives. In cluster mode (`router` set) discovered URLs go to their partition's owner
 instead, which makes the seen check and queues them through `add_routed`; the queue of a
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Protocol
 
+from trawl.frontier.scope import MAX_DEPTH_LIMIT, ScopeDecision, ScopeRule, Standing
 from trawl.frontier.traps import check_url
 from trawl.model import CrawlUrl, Line, UrlKind
 from trawl.recrawl.schedule import refresh_priority
@@ -25,12 +28,16 @@ if TYPE_CHECKING:
     from trawl.clock import Clock
     from trawl.frontier.link_scores import LinkScores
     from trawl.frontier.ports import Frontier, LinkRouter
+    from trawl.frontier.scope_book import ScopeBook
     from trawl.frontier.traps import TrapCounters, TrapPolicy
     from trawl.parse.page_work import FoundLink
     from trawl.politeness.site_book import SiteBook
     from trawl.politeness.site_state import SiteState
     from trawl.seen.ports import SeenUrls
     from trawl.store.records_sqlite import DuePage
+
+
+_EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
 
 
 class IntakeTally(Protocol):
@@ -52,6 +59,7 @@ class Intake:
         seen: SeenUrls,
         scores: LinkScores,
         sites: SiteBook,
+        scope: ScopeBook,
         trap_policy: TrapPolicy,
         traps: TrapCounters,
         tally: IntakeTally,
@@ -64,6 +72,7 @@ class Intake:
         self._seen = seen
         self._scores = scores
         self._sites = sites
+        self._scope = scope
         self._trap_policy = trap_policy
         self._traps = traps
         self._tally = tally
@@ -73,8 +82,11 @@ class Intake:
         self._wake = wake
 
     # -- what comes in ------------------------------------------------------------------
-    def add_seed(self, url: str, url_hash: str, site: str, *, low_priority: bool = False) -> bool:
-        """Queue a normalised seed through the exact seed table; True when it was new.
+    def add_seed(
+        self, url: str, url_hash: str, site: str, *, seed_id: int, low_priority: bool = False
+    ) -> bool:
+        """Queue a normalised seed (its scope already in the ScopeBook) through the exact
+        seed table; True when it was new.
 
         Seeds go to the fast line with the seed boost; low-priority ones (API) wait in the
         slow line, unscored."""
@@ -82,15 +94,24 @@ class Intake:
         line = Line.FAST
         if low_priority:
             score, line = 0.0, Line.SLOW
-        item = self._item(url, url_hash, site, 0, line, score=score, score_parts=parts)
+        item = self._item(
+            url, url_hash, site, 0, line, score=score, score_parts=parts,
+            standing=Standing(seed_id).pack(),
+        )  # fmt: skip
         return self._discover(item, must_crawl=True)
 
     def add_redirect_target(self, source: CrawlUrl, target: str, url_hash: str, site: str) -> bool:
         """Queue where `source` redirected to, in its line and depth, one hop further along
-        the chain; True when it was new."""
+        the chain, if scope lets it (an off-scope target may be captured as a leaf); True
+        when it was new."""
+        decision = self._scope.current.decide_redirect(target, Standing.unpack(source.standing))
+        if decision.standing is None:
+            self._note(target, url_hash, decision, source.url)
+            return False
         item = self._item(
-            target, url_hash, site, source.depth, source.line, redirects=source.redirects + 1
-        )
+            target, url_hash, site, source.depth, source.line, redirects=source.redirects + 1,
+            standing=decision.standing.pack(),
+        )  # fmt: skip
         return self._discover(item, must_crawl=False)
 
     def add_page_links(self, source: CrawlUrl, links: Sequence[FoundLink]) -> None:
@@ -104,7 +125,13 @@ class Intake:
                     self._sites.note_referrer(link.site, source.site)
         scores = self._scores
         counts = scores.count_page_links(source.site, links)
+        scope = self._scope.current
+        standing = Standing.unpack(source.standing)
         for link, (pages, sites) in zip(links, counts, strict=True):
+            decision = scope.decide(link.url, standing)
+            if decision.standing is None:
+                self._note(link.url, link.url_hash, decision, source.url)
+                continue
             if router is None and not self._seen.add_if_new(link.url_hash):
                 if scores.worth_rescoring(link, source.site, pages, sites) and self.rescore(
                     link.url_hash
@@ -115,7 +142,7 @@ class Intake:
             score, parts, line = scores.score_new(link, pages, sites, source.score, referrers)
             item = self._item(
                 link.url, link.url_hash, link.site, source.depth + 1, line,
-                score=score, score_parts=parts,
+                score=score, score_parts=parts, standing=decision.standing.pack(),
             )  # fmt: skip
             if router is not None:
                 referrer = source.site if link.site != source.site else ""
@@ -124,12 +151,19 @@ class Intake:
                 self._tally.links_new += 1
 
     def add_sitemap_entry(self, url: str, url_hash: str, site: str) -> bool:
-        """Queue a URL a sitemap of its own site listed (depth 1: one step from the home);
-        a trusted site's entries get the sitemap boost."""
+        """Queue a URL a sitemap of its own site listed (depth 1: one step from the home)
+        if it is in some seed's scope; a trusted site's entries get the sitemap boost."""
+        decision = self._scope.current.decide_listed(url, 1)
+        if decision.standing is None:
+            self._note(url, url_hash, decision, "")
+            return False
         if self._router is None and not self._seen.add_if_new(url_hash):
             return False
         score, parts, line = self._scores.sitemap_entry(url, self._sites.referrers(site))
-        item = self._item(url, url_hash, site, 1, line, score=score, score_parts=parts)
+        item = self._item(
+            url, url_hash, site, 1, line, score=score, score_parts=parts,
+            standing=decision.standing.pack(),
+        )  # fmt: skip
         if self._router is not None:
             self._router.route(item, must_crawl=False)
             return True
@@ -150,6 +184,9 @@ class Intake:
         now = self._clock.now()
         due = self._take_due(now, batch)
         for page in due:
+            standing = self._known_standing(page.url, page.url_hash, page.depth)
+            if standing is None:
+                continue
             priority = refresh_priority(
                 page.change_rate,
                 now - page.last_fetched_at,
@@ -159,16 +196,20 @@ class Intake:
             parts = f'{{"changeRate":{page.change_rate:.6g},"importance":{page.importance:.3g}}}'
             item = self._item(
                 page.url, page.url_hash, page.site, page.depth, Line.REFRESH,
-                kind=page.kind, score=priority, score_parts=parts,
+                kind=page.kind, score=priority, score_parts=parts, standing=standing,
             )  # fmt: skip
             self._enqueue(item)
-        self._tally.refresh_queued += len(due)
+            self._tally.refresh_queued += 1
         return len(due)
 
     def add_routed(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
         """Cluster mode: queue a URL another machine (or this one) routed to this partition,
         already claimed in the partition's seen slice; a routed seed gets the seed boost
-        here, where its site's referrers are known. True when queued."""
+        here, where its site's referrers are known. True when queued; a URL a run-time
+        exclude (perhaps newer than the finder's) matches is skipped."""
+        if self._scope.current.is_excluded(item.url):
+            self.note_excluded(item.url, item.url_hash, "")
+            return False
         if must_crawl:
             score, parts, line = self._scores.seed(item.url, self._sites.referrers(item.site))
             item = dataclasses.replace(
@@ -190,6 +231,14 @@ class Intake:
         in line as its last owner left it (its seen slice came with the checkpoint)."""
         self._frontier.enqueue(item, attempts=attempts)
 
+    def drop_excluded(self, matches: Callable[[str], bool]) -> int:
+        """Take the waiting URLs `matches` selects out of the queue (a new run-time
+        exclude), noted as skipped; how many."""
+        dropped = self._frontier.drop_matching(matches)
+        for item in dropped:
+            self.note_excluded(item.url, item.url_hash, "")
+        return len(dropped)
+
     def rescore(self, url_hash: str) -> bool:
         """Update a queued URL's score from today's in-link counts."""
         return self._frontier.rescore(
@@ -209,11 +258,39 @@ class Intake:
         score: float = 0.0,
         score_parts: str = "",
         redirects: int = 0,
+        standing: int = 0,
     ) -> CrawlUrl:
         return CrawlUrl(
             url, url_hash, site, depth, line, self._clock.now(), kind, score, score_parts,
-            redirects,
+            redirects, standing,
         )  # fmt: skip
+
+    def _known_standing(self, url: str, url_hash: str, depth: int) -> int | None:
+        """The Standing of a page fetched before (a due page, whose queue row is gone):
+        credited to a seed whose scope it is in, else a leaf (it came on an off-scope hop
+        or redirect: refreshed, its links not followed again). None when a crawl-wide
+        exclude now matches it (noted as skipped)."""
+        scope = self._scope.current
+        if scope.is_open:
+            return Standing(0, min(depth, MAX_DEPTH_LIMIT)).pack()
+        decision = scope.decide_listed(url, depth)
+        if decision.standing is not None:
+            return decision.standing.pack()
+        if decision.rule is ScopeRule.EXCLUDE and scope.is_excluded(url):
+            self._note(url, url_hash, decision, "")
+            return None
+        return Standing(decision.seed, min(depth, MAX_DEPTH_LIMIT), leaf=True).pack()
+
+    def _note(self, url: str, url_hash: str, decision: ScopeDecision, referrer: str) -> None:
+        if self._scope.note_decision(url, url_hash, decision, referrer, self._clock.now()):
+            self._tally.count(self._tally.skipped, decision.rule.value)
+
+    def note_excluded(self, url: str, url_hash: str, referrer: str = "") -> None:
+        """Note a URL a crawl-wide exclude took out of the queue as skipped."""
+        scope = self._scope
+        rule = scope.current.explain(url, _EXCLUDED)
+        if scope.note(url, url_hash, ScopeRule.EXCLUDE.value, rule, referrer, self._clock.now()):
+            self._tally.count(self._tally.skipped, ScopeRule.EXCLUDE.value)
 
     def _discover(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
         """Queue a URL unless seen; True when it was new (in cluster mode: True when sent
@@ -233,6 +310,8 @@ class Intake:
         if trap is not None:
             self._traps.count(trap)
             self._tally.count(self._tally.skipped, str(trap))
+            self._scope.note(item.url, item.url_hash, str(trap), f"trap rule {trap}", "",
+                             self._clock.now())  # fmt: skip
             return False
         state = self._sites.loaded(item.site)
         if state is not None and state.traps.is_flagged and item.line is Line.FAST:

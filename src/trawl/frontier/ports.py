@@ -69,6 +69,10 @@ class Frontier(Protocol):
     def drop(self, queued: QueuedUrl) -> None:
         """Remove an unleased URL for good (outcome `skipped`)."""
 
+    def drop_matching(self, matches: Callable[[str], bool]) -> list[CrawlUrl]:
+        """Remove every unleased URL `matches(url)` selects (a new crawl-wide exclude);
+        the URLs removed. Reads the whole queue: an operator's action, not the loop's."""
+
     def done(self, lease: Lease) -> None: ...
 
     def retry(self, lease: Lease, not_before: float = 0.0) -> None:
@@ -103,7 +107,7 @@ class Frontier(Protocol):
 
     def rows_of(self, sites: Iterable[str]) -> list[tuple[Any, ...]]:
         """The queued rows of `sites` as (site, line, url, url_hash, depth, discovered_at,
-        attempts, kind, score, score_parts, redirects), leased ones included."""
+        attempts, kind, score, score_parts, redirects, standing), leased ones included."""
 
     def drop_sites(self, sites: Iterable[str]) -> int:
         """Forget `sites` and their queued URLs (none leased); how many URLs went."""

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 _HEAD_COLUMNS = (
     "id, url, url_hash, depth, line, discovered_at, attempts, kind, score, score_parts,"
-    " redirects, not_before"
+    " redirects, not_before, standing"
 )
 
 
@@ -67,7 +67,8 @@ class SqliteFrontier:
         self._begin()
         self._conn.execute(
             "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at, kind, score,"
-            " score_parts, attempts, redirects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " score_parts, attempts, redirects, standing)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.site,
                 int(item.line),
@@ -80,6 +81,7 @@ class SqliteFrontier:
                 item.score_parts,
                 attempts,
                 item.redirects,
+                item.standing,
             ),
         )
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
@@ -187,6 +189,18 @@ class SqliteFrontier:
         self._conn.execute("DELETE FROM queue WHERE id = ?", (queued.row_id,))
         self._schedule.take_work(queued.item.site, queued.item.line)
 
+    def drop_matching(self, matches: Callable[[str], bool]) -> list[CrawlUrl]:
+        rows = self._conn.execute(
+            f"SELECT site, {_HEAD_COLUMNS} FROM queue WHERE leased_until = 0"
+        ).fetchall()
+        dropped = [_queued(row[0], row[1:]) for row in rows if matches(row[2])]
+        if dropped:
+            self._begin()
+            self._conn.executemany("DELETE FROM queue WHERE id = ?", [(q.row_id,) for q in dropped])
+            for q in dropped:
+                self._schedule.take_work(q.item.site, q.item.line)
+        return [q.item for q in dropped]
+
     def done(self, lease: Lease) -> None:
         self._leases.complete(lease.lease_id)
         self._attempts.pop(lease.lease_id, None)
@@ -246,12 +260,13 @@ class SqliteFrontier:
 
     def rows_of(self, sites: Iterable[str]) -> list[tuple[Any, ...]]:
         """The queued rows of `sites` as (site, line, url, url_hash, depth, discovered_at,
-        attempts, kind, score, score_parts, redirects), leased ones included (not yet done)."""
+        attempts, kind, score, score_parts, redirects, standing), leased ones included (not
+        yet done)."""
         out: list[tuple[Any, ...]] = []
         for site in sites:
             out += self._conn.execute(
                 "SELECT site, line, url, url_hash, depth, discovered_at, attempts, kind, score,"
-                " score_parts, redirects FROM queue WHERE site = ? ORDER BY id",
+                " score_parts, redirects, standing FROM queue WHERE site = ? ORDER BY id",
                 (site,),
             ).fetchall()
         return out
@@ -294,8 +309,8 @@ class SqliteFrontier:
 
 
 def _queued(site: str, row: tuple[Any, ...]) -> QueuedUrl:
-    row_id, url, url_hash, depth, line, found_at, attempts, kind, score, parts, hops, wait = row
+    row_id, url, url_hash, depth, line, found_at, attempts, kind, score, parts, hops, wait, at = row
     item = CrawlUrl(
-        url, url_hash, site, depth, Line(line), found_at, UrlKind(kind), score, parts, hops
+        url, url_hash, site, depth, Line(line), found_at, UrlKind(kind), score, parts, hops, at
     )
     return QueuedUrl(row_id, item, attempts, wait)

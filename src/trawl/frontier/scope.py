@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from trawl.errors import ConfigError
 from trawl.frontier.scope_patterns import PatternSet, compile_patterns
+from trawl.urls.normalise import url_hash
 from trawl.urls.registered_domain import site_of, site_of_normalised
 
 if TYPE_CHECKING:
@@ -55,10 +56,12 @@ __all__ = [
     "ScopeType",
     "SeedScope",
     "Standing",
+    "seed_id_of",
 ]
 
 MAX_EXTRA_HOPS = 0xFF  # off-scope hops fit in 8 bits of a packed Standing
 MAX_DEPTH_LIMIT = 0xFFFF  # depth fits in 16 bits; deeper links count as this deep
+SEED_ID_BITS = 38  # with the leaf bit, depth and hops: 63 bits, one signed SQLite INTEGER
 
 
 class ScopeType(StrEnum):
@@ -79,6 +82,7 @@ class ScopeRule(StrEnum):
     EXCLUDE = "exclude"
     MAX_DEPTH = "max_depth"
     EXTRA_HOPS = "extra_hops"
+    CAPTURE = "capture"  # an off-scope redirect target, fetched once, its links not followed
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,29 +106,89 @@ class SeedScope:
         if not 0 <= self.extra_hops <= MAX_EXTRA_HOPS:
             raise ConfigError(f"extra_hops = {self.extra_hops}: must be 0..{MAX_EXTRA_HOPS}")
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "type": self.type.value,
+            "include": list(self.include),
+            "exclude": list(self.exclude),
+            "maxDepth": self.max_depth,
+            "extraHops": self.extra_hops,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> SeedScope:
+        """A seed scope as `to_json` wrote it (or the API sent it: only `url` required);
+        ConfigError naming `where` and the key for anything else."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
+            raise ConfigError(f"{where}: a seed scope needs a 'url' string")
+        known = {"url", "type", "include", "exclude", "maxDepth", "extraHops"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {sorted(known)})")
+        kind = raw.get("type", "any")
+        if kind not in {t.value for t in ScopeType}:
+            raise ConfigError(f"{where}.type = {kind!r}: one of {[t.value for t in ScopeType]}")
+        patterns = {}
+        for key in ("include", "exclude"):
+            value = raw.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+                raise ConfigError(f"{where}.{key}: must be a list of regular expressions")
+            compile_patterns(tuple(value), f"{where}.{key}")
+            patterns[key] = tuple(value)
+        numbers = {}
+        for key in ("maxDepth", "extraHops"):
+            value = raw.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{where}.{key} = {value!r}: must be an integer")
+            numbers[key] = value
+        try:
+            return cls(
+                raw["url"], ScopeType(kind), patterns["include"], patterns["exclude"],
+                numbers["maxDepth"], numbers["extraHops"],
+            )  # fmt: skip
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def seed_id_of(url: str) -> int:
+    """A seed's id: 38 bits of its normalised URL's hash. The same on every machine and in
+    every run, whatever order seeds are given in (a queued URL's Standing names its seed by
+    it); two seeds of a million share one with odds of about 1 in 2 (the first kept wins)."""
+    return int(url_hash(url)[:10], 16) >> 2
+
 
 @dataclass(frozen=True, slots=True)
 class Standing:
-    """Where a queued URL stands: its seed (index in the crawl's seed list), hops from that
-    seed, and consecutive hops spent out of scope. Packs into one SQLite INTEGER."""
+    """Where a queued URL stands: its seed (a seed id), hops from that seed, consecutive
+    hops spent out of scope, and `leaf`: fetched and stored but its links not followed (an
+    off-scope redirect target captured). Packs into one SQLite INTEGER."""
 
     seed: int
     depth: int = 0
     off_hops: int = 0
+    leaf: bool = False
 
     def __post_init__(self) -> None:
-        if self.seed < 0 or not 0 <= self.depth <= MAX_DEPTH_LIMIT:
+        if not 0 <= self.seed < 1 << SEED_ID_BITS or not 0 <= self.depth <= MAX_DEPTH_LIMIT:
             raise ValueError(f"bad standing {self!r}")
         if not 0 <= self.off_hops <= MAX_EXTRA_HOPS:
             raise ValueError(f"bad standing {self!r}")
 
     def pack(self) -> int:
-        """seed << 24 | depth << 8 | off_hops: one integer column of the queue row."""
-        return self.seed << 24 | self.depth << 8 | self.off_hops
+        """seed << 25 | leaf << 24 | depth << 8 | off_hops: one integer column of the
+        queue row."""
+        return self.seed << 25 | self.leaf << 24 | self.depth << 8 | self.off_hops
 
     @classmethod
     def unpack(cls, packed: int) -> Standing:
-        return cls(packed >> 24, (packed >> 8) & MAX_DEPTH_LIMIT, packed & MAX_EXTRA_HOPS)
+        """The packed value back; garbage (a corrupt row) comes back as a valid Standing."""
+        return cls(
+            (packed >> 25) & ((1 << SEED_ID_BITS) - 1),
+            (packed >> 8) & MAX_DEPTH_LIMIT,
+            packed & MAX_EXTRA_HOPS,
+            bool(packed >> 24 & 1),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +232,8 @@ class _Split:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _CompiledSeed:
-    index: int
+    index: int  # position in the crawl's seed list: the first of several members is credited
+    id: int  # what a Standing names it by
     scope: SeedScope
     split: _Split
     prefix: str  # the seed's directory: its path up to the last "/"
@@ -195,15 +260,45 @@ class _CompiledSeed:
         return False  # custom: includes only
 
 
+# Decisions about a link (one hop further from the seed) and a redirect target (the same
+# page, moved: no hop).
+_LINK, _REDIRECT = 1, 0
+
+
 class CrawlScope:
     """Every seed's scope and the crawl-wide excludes, compiled once; immutable.
+
+    `seed_ids` name the seeds in Standings (default: their positions, for tests; the crawl
+    uses `seed_id_of`). A Standing naming no seed of this scope (a URL queued before scope
+    existed, or by a seed since removed) is decided as if its seed were `any`:
+    `open_fallback` says whether links it finds are followed (the crawl's `[scope]` type is
+    `any`) or must be in some seed's scope. `capture_redirects`: an off-scope redirect
+    target is fetched once as a leaf (True) or skipped.
 
     Raises ConfigError naming the key of a pattern RE2 refuses.
     """
 
-    __slots__ = ("_by_url", "_exclude", "_has_domain_seeds", "_indexed", "_seeds", "_wide")
+    __slots__ = (
+        "_by_id",
+        "_by_url",
+        "_capture",
+        "_exclude",
+        "_fallback_open",
+        "_has_domain_seeds",
+        "_indexed",
+        "_seeds",
+        "_wide",
+    )
 
-    def __init__(self, seeds: Sequence[SeedScope], exclude: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        seeds: Sequence[SeedScope],
+        exclude: tuple[str, ...] = (),
+        *,
+        seed_ids: Sequence[int] | None = None,
+        capture_redirects: bool = True,
+        open_fallback: bool = True,
+    ) -> None:
         cache: dict[tuple[str, ...], PatternSet] = {}
 
         def compiled(patterns: tuple[str, ...], key: str) -> PatternSet:
@@ -211,10 +306,16 @@ class CrawlScope:
                 cache[patterns] = compile_patterns(patterns, key)
             return cache[patterns]
 
+        ids = list(range(len(seeds))) if seed_ids is None else list(seed_ids)
+        if len(ids) != len(seeds):
+            raise ValueError("one seed id per seed")
         self._exclude = compile_patterns(exclude, "scope.exclude")
+        self._capture = capture_redirects
+        self._fallback_open = open_fallback
         self._seeds = tuple(
             _CompiledSeed(
                 index,
+                ids[index],
                 seed,
                 _Split.of(seed.url),
                 _directory(_Split.of(seed.url).rest),
@@ -224,9 +325,11 @@ class CrawlScope:
             )
             for index, seed in enumerate(seeds)
         )
-        self._by_url: dict[str, int] = {}
-        for seed in reversed(self._seeds):  # the first of duplicate seeds wins
-            self._by_url[seed.scope.url] = seed.index
+        self._by_url: dict[str, _CompiledSeed] = {}
+        self._by_id: dict[int, _CompiledSeed] = {}
+        for seed in reversed(self._seeds):  # the first of duplicate seeds (or ids) wins
+            self._by_url[seed.scope.url] = seed
+            self._by_id[seed.id] = seed
         # Seeds a URL can be in only by its host, site or URL are looked up by that key;
         # the others (any, or with includes) are tried for every URL.
         self._indexed: dict[str, list[_CompiledSeed]] = {}
@@ -243,50 +346,150 @@ class CrawlScope:
     def seeds(self) -> tuple[SeedScope, ...]:
         return tuple(seed.scope for seed in self._seeds)
 
+    @property
+    def seed_ids(self) -> tuple[int, ...]:
+        return tuple(seed.id for seed in self._seeds)
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        """The crawl-wide excludes."""
+        return self._exclude.patterns
+
+    @property
+    def captures_redirects(self) -> bool:
+        return self._capture
+
+    @property
+    def is_open(self) -> bool:
+        """Every link is followed: no seed limits anything and nothing is excluded."""
+        return (
+            not self._exclude
+            and self._fallback_open
+            and all(s.is_open and not s.scope.max_depth for s in self._seeds)
+        )
+
     def with_exclusions(self, exclude: tuple[str, ...]) -> CrawlScope:
         """The same seeds with these crawl-wide excludes (run-time changes build a new one)."""
-        return CrawlScope(self.seeds, exclude)
+        return self._rebuilt(self.seeds, self.seed_ids, exclude)
+
+    def with_seed(self, seed: SeedScope, seed_id: int) -> CrawlScope:
+        """This scope and one more seed (or a seed's new scope, if its URL is a seed)."""
+        seeds, ids = list(self.seeds), list(self.seed_ids)
+        known = self._by_url.get(seed.url)
+        if known is not None:
+            seeds[known.index] = seed
+        else:
+            seeds.append(seed)
+            ids.append(seed_id)
+        return self._rebuilt(seeds, ids, self.exclude)
+
+    def _rebuilt(
+        self, seeds: Sequence[SeedScope], ids: Sequence[int], exclude: tuple[str, ...]
+    ) -> CrawlScope:
+        return CrawlScope(
+            seeds,
+            exclude,
+            seed_ids=ids,
+            capture_redirects=self._capture,
+            open_fallback=self._fallback_open,
+        )
 
     def seed_standing(self, url: str) -> Standing | None:
         """The standing of a seed URL (depth 0), or None if `url` is not a seed."""
-        index = self._by_url.get(url)
-        return None if index is None else Standing(index)
+        seed = self._by_url.get(url)
+        return None if seed is None else Standing(seed.id)
+
+    def seed_url(self, seed_id: int) -> str | None:
+        seed = self._by_id.get(seed_id)
+        return None if seed is None else seed.scope.url
+
+    def is_excluded(self, url: str) -> bool:
+        """A crawl-wide exclude matches `url` (a queued URL a run-time exclusion removes)."""
+        return bool(self._exclude) and bool(self._exclude.matching(url))
 
     def decide(self, url: str, source: Standing) -> ScopeDecision:
         """Queue or skip the normalised link `url` found on a page standing at `source`."""
-        seed_index = self._by_url.get(url)
-        if seed_index is not None:
-            return ScopeDecision(True, ScopeRule.SEED, seed_index, Standing(seed_index))
+        return self._decide(url, source, _LINK)
+
+    def decide_redirect(self, url: str, source: Standing) -> ScopeDecision:
+        """Queue or skip `url`, where the page standing at `source` redirected to: in scope
+        (or on an off-scope hop still allowed) it is queued at the source's depth; else
+        it is captured as a leaf (`capture_redirects`) or skipped. Excluded is skipped."""
+        decision = self._decide(url, source, _REDIRECT)
+        if decision.queue or decision.rule not in (ScopeRule.SCOPE, ScopeRule.EXTRA_HOPS):
+            return decision
+        if not self._capture:
+            return decision
+        standing = Standing(decision.seed, source.depth, source.off_hops, leaf=True)
+        return ScopeDecision(True, ScopeRule.CAPTURE, decision.seed, standing)
+
+    def decide_listed(self, url: str, depth: int) -> ScopeDecision:
+        """Queue or skip `url`, which no page linked (a sitemap entry): it must be in some
+        seed's scope, and is credited to it at `depth`."""
+        seed = self._by_url.get(url)
+        if seed is not None:
+            return ScopeDecision(True, ScopeRule.SEED, seed.id, Standing(seed.id))
+        if self.is_excluded(url):
+            return _skipped(ScopeRule.EXCLUDE, 0)
+        excluded = False
+        for member, rule in self._members(url, _Split.of(url), skip=-1):
+            if rule is ScopeRule.EXCLUDE:
+                excluded = True
+            elif member.scope.max_depth == 0 or depth <= member.scope.max_depth:
+                return _queued_at(rule, member.id, min(depth, MAX_DEPTH_LIMIT), 0)
+        if excluded:
+            return _skipped(ScopeRule.EXCLUDE, 0)
+        if not self._seeds and self._fallback_open:
+            return _queued_at(ScopeRule.SCOPE, 0, min(depth, MAX_DEPTH_LIMIT), 0)
+        return _skipped(ScopeRule.SCOPE, 0)
+
+    def _decide(self, url: str, source: Standing, step: int) -> ScopeDecision:
+        seed_hit = self._by_url.get(url)
+        if seed_hit is not None:
+            return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
+        if source.leaf:
+            return _skipped(ScopeRule.CAPTURE, source.seed)
         if self._exclude and self._exclude.matching(url):
             return _skipped(ScopeRule.EXCLUDE, source.seed)
-        own = self._seeds[source.seed]
-        if own.is_open and _is_within_depth(own, source):  # `any`: today's crawl, the fast path
-            return _queued(ScopeRule.SCOPE, own.index, source, off_scope=False)
+        own = self._by_id.get(source.seed)
+        if own is None:
+            return self._unknown_seed(url, source, step)
+        if own.is_open and _is_within_depth(own, source, step):  # `any`: the fast path
+            return _queued(ScopeRule.SCOPE, own.id, source, step, off_scope=False)
         split = _Split.of(url)
         rule = self._membership(own, url, split)  # the common case: the finder's own scope
         too_deep: list[_CompiledSeed] = []  # members whose max_depth the link exceeds
         if rule is ScopeRule.SCOPE or rule is ScopeRule.INCLUDE:
-            if _is_within_depth(own, source):
-                return _queued(rule, own.index, source, off_scope=False)
+            if _is_within_depth(own, source, step):
+                return _queued(rule, own.id, source, step, off_scope=False)
             too_deep.append(own)
         excluded = rule is ScopeRule.EXCLUDE
         for seed, seed_rule in self._members(url, split, skip=own.index):
             if seed_rule is ScopeRule.EXCLUDE:
                 excluded = True
-            elif _is_within_depth(seed, source):
-                return _queued(seed_rule, seed.index, source, off_scope=False)
+            elif _is_within_depth(seed, source, step):
+                return _queued(seed_rule, seed.id, source, step, off_scope=False)
             else:
                 too_deep.append(seed)
         if too_deep:
-            return _skipped(ScopeRule.MAX_DEPTH, too_deep[0].index)
+            return _skipped(ScopeRule.MAX_DEPTH, too_deep[0].id)
         if excluded:
             return _skipped(ScopeRule.EXCLUDE, source.seed)
-        return self._off_scope(own, source)
+        return self._off_scope(own, source, step)
+
+    def _unknown_seed(self, url: str, source: Standing, step: int) -> ScopeDecision:
+        """A source naming no seed: open crawls follow the link; others need it in scope."""
+        if self._fallback_open:
+            return _queued(ScopeRule.SCOPE, source.seed, source, step, off_scope=False)
+        for seed, rule in self._members(url, _Split.of(url), skip=-1):
+            if rule is not ScopeRule.EXCLUDE and _is_within_depth(seed, source, step):
+                return _queued(rule, seed.id, source, step, off_scope=False)
+        return _skipped(ScopeRule.SCOPE, source.seed)
 
     def check(self, url: str) -> ScopeCheck:
         """Is the normalised `url` in the crawl's scope, by which rule, for which seed URL."""
-        seed_index = self._by_url.get(url)
-        if seed_index is not None:
+        seed_hit = self._by_url.get(url)
+        if seed_hit is not None:
             return ScopeCheck(True, ScopeRule.SEED, url)
         if self._exclude and self._exclude.matching(url):
             return ScopeCheck(False, ScopeRule.EXCLUDE, None)
@@ -297,22 +500,39 @@ class CrawlScope:
             excluded_by = excluded_by or seed.scope.url
         if excluded_by is not None:
             return ScopeCheck(False, ScopeRule.EXCLUDE, excluded_by)
+        if not self._seeds and self._fallback_open:
+            return ScopeCheck(True, ScopeRule.SCOPE, None)
         return ScopeCheck(False, ScopeRule.SCOPE, None)
 
-    def _off_scope(self, own: _CompiledSeed, source: Standing) -> ScopeDecision:
+    def explain(self, url: str, decision: ScopeDecision) -> str:
+        """The rule behind a skip, for the skipped report: the pattern, limit or seed."""
+        rule = decision.rule
+        if rule is ScopeRule.EXCLUDE and self._exclude:
+            found = self._exclude.matching(url)
+            if found:
+                return f"exclude {self._exclude.patterns[found[0]]}"
+        seed = self._by_id.get(decision.seed)
+        if seed is None:
+            return rule.value
+        return _seed_rule(rule, seed.scope)
+
+    def _off_scope(self, own: _CompiledSeed, source: Standing, step: int) -> ScopeDecision:
+        if step == _REDIRECT and source.off_hops:  # the same off-scope hop, moved
+            return _queued_at(ScopeRule.EXTRA_HOPS, own.id, source.depth, source.off_hops)
         hops = own.scope.extra_hops
         if source.off_hops >= hops:
             rule = ScopeRule.EXTRA_HOPS if hops else ScopeRule.SCOPE
-            return _skipped(rule, own.index)
-        if not _is_within_depth(own, source):
-            return _skipped(ScopeRule.MAX_DEPTH, own.index)
-        return _queued(ScopeRule.EXTRA_HOPS, own.index, source, off_scope=True)
+            return _skipped(rule, own.id)
+        if not _is_within_depth(own, source, step):
+            return _skipped(ScopeRule.MAX_DEPTH, own.id)
+        return _queued(ScopeRule.EXTRA_HOPS, own.id, source, step, off_scope=True)
 
     def _members(
         self, url: str, split: _Split, *, skip: int
     ) -> Iterable[tuple[_CompiledSeed, ScopeRule]]:
-        """Seeds whose type or includes match `url`, lowest index first, with the rule
-        (EXCLUDE when the seed's own exclude then removes it); `skip` is left out."""
+        """Seeds whose type or includes match `url`, first in the seed list first, with the
+        rule (EXCLUDE when the seed's own exclude then removes it); position `skip` is left
+        out."""
         candidates = {seed.index: seed for seed in self._wide}
         keys = [url, split.host_key]
         if self._has_domain_seeds:
@@ -348,6 +568,19 @@ class CrawlScope:
         )
 
 
+@lru_cache(maxsize=4096)
+def _seed_rule(rule: ScopeRule, seed: SeedScope) -> str:
+    if rule is ScopeRule.MAX_DEPTH:
+        return f"max_depth {seed.max_depth} of {seed.url}"
+    if rule is ScopeRule.EXTRA_HOPS:
+        return f"extra_hops {seed.extra_hops} of {seed.url}"
+    if rule is ScopeRule.EXCLUDE:
+        return f"exclude of {seed.url}"
+    if rule is ScopeRule.CAPTURE:
+        return f"links of a captured off-scope redirect ({seed.url})"
+    return f"{rule.value} {seed.type.value} of {seed.url}"
+
+
 def _directory(rest: str) -> str:
     path = rest.partition("?")[0]
     return path[: path.rfind("/") + 1] or "/"
@@ -368,13 +601,15 @@ def _index_key(seed: _CompiledSeed) -> str | None:
     return None
 
 
-def _is_within_depth(seed: _CompiledSeed, source: Standing) -> bool:
+def _is_within_depth(seed: _CompiledSeed, source: Standing, step: int) -> bool:
     limit = seed.scope.max_depth
-    return limit == 0 or source.depth + 1 <= limit
+    return limit == 0 or source.depth + step <= limit
 
 
-def _queued(rule: ScopeRule, seed: int, source: Standing, *, off_scope: bool) -> ScopeDecision:
-    depth = min(source.depth + 1, MAX_DEPTH_LIMIT)
+def _queued(
+    rule: ScopeRule, seed: int, source: Standing, step: int, *, off_scope: bool
+) -> ScopeDecision:
+    depth = min(source.depth + step, MAX_DEPTH_LIMIT)
     return _queued_at(rule, seed, depth, source.off_hops + 1 if off_scope else 0)
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from trawl.frontier.intake import Intake
     from trawl.frontier.link_scores import LinkScores
     from trawl.frontier.ports import Frontier
+    from trawl.frontier.scope_book import ScopeBook
     from trawl.frontier.traps import TrapCounters
     from trawl.loop.cpu_batches import BatchedWorkers
     from trawl.loop.durability import Durability
@@ -64,6 +65,7 @@ class CrawlContext:
     sites: SiteBook
     run: RunState
     intake: Intake
+    scope: ScopeBook
     durability: Durability
     stats: CrawlStats
     traps: TrapCounters

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from trawl.frontier.intake import Intake
     from trawl.frontier.link_scores import LinkScores
     from trawl.frontier.ports import Frontier
+    from trawl.frontier.scope_book import ScopeBook
     from trawl.loop.placement import Placement
     from trawl.loop.policy import LoopPolicy
     from trawl.loop.run_state import RunState
@@ -55,6 +56,7 @@ class Durability:
         sites: SiteBook,
         frontier: Frontier,
         intake: Intake,
+        scope: ScopeBook,
         run: RunState,
         placement: Placement,
         fetcher: Fetcher,
@@ -70,6 +72,7 @@ class Durability:
         self._sites = sites
         self._frontier = frontier
         self._intake = intake
+        self._scope = scope
         self._run = run
         self._placement = placement
         self._fetcher = fetcher
@@ -84,6 +87,7 @@ class Durability:
         if hosts or now - self._hosts_written_at >= HOST_WRITE_INTERVAL_S:
             self._sites.write_changed()
             self._hosts_written_at = now
+        self._scope.flush()  # skips join the records' transaction
         self._records.commit()
 
     def checkpoint(self, *, save_scores: bool = True) -> None:

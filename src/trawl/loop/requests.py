@@ -64,6 +64,10 @@ class SiteRequests:
                 queued = self._contained_head(state, queued, now)
             if queued is None:
                 return None
+            if ctx.scope.current.is_excluded(queued.item.url):  # a run-time exclude
+                ctx.frontier.drop(queued)
+                ctx.intake.note_excluded(queued.item.url, queued.item.url_hash)
+                continue
             origin = origin_of(queued.item.url)
             rules = state.robots.get(origin)
             if rules is None or not rules.is_fresh(now):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from trawl.frontier.scope import SeedScope
     from trawl.frontier.skips import Skip, SkipBatch
     from trawl.model import PageFetchedEvent, PageRecord
     from trawl.store.records_sqlite import DuePage
@@ -95,3 +96,24 @@ class SkipLog(Protocol):
 
     def recent(self, limit: int, reason: str | None = None) -> list[Skip]:
         """Up to `limit` of the kept skips, newest first; only `reason`'s if given."""
+
+
+class ScopeStore(Protocol):
+    """The crawl's scope as it changes (issue 16): seed scopes by seed id, and the
+    crawl-wide excludes added at run time. Writes join the open batch."""
+
+    def seeds(self) -> list[tuple[int, SeedScope]]:
+        """Every stored seed (id, scope), in the order seeds were first given. A row that
+        does not read back is left out (and says so in `damaged`)."""
+
+    def put_seeds(self, seeds: list[tuple[int, SeedScope]]) -> None:
+        """Store these seeds' scopes; a new id goes after every stored one."""
+
+    def exclusions(self) -> list[str]:
+        """The run-time excludes, oldest first."""
+
+    def add_exclusion(self, pattern: str, at: float) -> bool:
+        """False when it is already there."""
+
+    def remove_exclusion(self, pattern: str) -> bool:
+        """False when it was not there."""

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS queue (
     score REAL NOT NULL DEFAULT 0,
     score_parts TEXT NOT NULL DEFAULT '',
     redirects INTEGER NOT NULL DEFAULT 0,
-    not_before REAL NOT NULL DEFAULT 0
+    not_before REAL NOT NULL DEFAULT 0,
+    standing INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS must_crawl (url_hash TEXT PRIMARY KEY);
 -- The fingerprint index: the first stored copy of each body (exact duplicates) ...
@@ -103,6 +104,14 @@ CREATE TABLE IF NOT EXISTS skipped (
     at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS skip_counts (reason TEXT PRIMARY KEY, n INTEGER NOT NULL);
+-- The crawl's scope (issue 16, store/scope_sqlite.py): every seed's scope by seed id, in the
+-- order seeds were first given, and the crawl-wide excludes added at run time.
+CREATE TABLE IF NOT EXISTS scope_seeds (
+    seed_id INTEGER PRIMARY KEY,
+    position INTEGER NOT NULL,
+    scope TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS scope_exclusions (pattern TEXT PRIMARY KEY, added_at REAL NOT NULL);
 """
 
 # Indexes on columns that `_add_missing_columns` may have just added.
@@ -159,6 +168,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             ("score_parts", "TEXT NOT NULL DEFAULT ''"),
             ("redirects", "INTEGER NOT NULL DEFAULT 0"),
             ("not_before", "REAL NOT NULL DEFAULT 0"),
+            ("standing", "INTEGER NOT NULL DEFAULT 0"),
         ),
         "pages": (("due_at", "REAL"), ("kind", "INTEGER NOT NULL DEFAULT 0")),
     }

@@ -18,6 +18,8 @@ from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
 from trawl.frontier.queue_sqlite import SqliteFrontier
+from trawl.frontier.scope import ScopeType, SeedScope
+from trawl.frontier.scope_book import ScopeBook
 from trawl.frontier.traps import TrapCounters, TrapPolicy
 from trawl.loop.context import CrawlContext
 from trawl.loop.cpu_batches import BatchedWorkers
@@ -36,6 +38,8 @@ from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
 from trawl.store.layout import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR, recover_warc_tails
 from trawl.store.records_sqlite import SqliteRecords
+from trawl.store.scope_sqlite import SqliteScopeStore
+from trawl.store.skips_sqlite import SqliteSkipLog
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc import WarcWriter
 from trawl.urls.normalise import NormaliseRules
@@ -171,11 +175,13 @@ def build_context(
         stats=stats,
     )
     traps = TrapCounters()
+    scope = scope_book(settings, conn)
     intake = Intake(
         frontier=frontier,
         seen=seen,
         scores=scores,
         sites=sites,
+        scope=scope,
         trap_policy=policy.traps,
         traps=traps,
         tally=stats,
@@ -195,6 +201,7 @@ def build_context(
         sites=sites,
         frontier=frontier,
         intake=intake,
+        scope=scope,
         run=run,
         placement=placement,
         fetcher=fetcher,
@@ -219,9 +226,22 @@ def build_context(
         sites=sites,
         run=run,
         intake=intake,
+        scope=scope,
         durability=durability,
         stats=stats,
         traps=traps,
+    )
+
+
+def scope_book(settings: Settings, conn: sqlite3.Connection) -> ScopeBook:
+    """The crawl's scope: what the data directory holds, with `[scope]`'s defaults."""
+    s = settings.scope
+    return ScopeBook(
+        store=SqliteScopeStore(conn),
+        skip_log=SqliteSkipLog(conn),
+        config_exclude=s.exclude,
+        defaults=SeedScope("", ScopeType(s.type), s.include, (), s.max_depth, s.extra_hops),
+        capture_redirects=s.off_scope_redirects == "capture",
     )
 
 

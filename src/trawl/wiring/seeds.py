@@ -12,6 +12,8 @@ from trawl.urls.registered_domain import site_of
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from trawl.config import Settings
+    from trawl.frontier.scope import SeedScope
     from trawl.loop.context import CrawlContext
 
 
@@ -57,8 +59,21 @@ def queue_all_due(ctx: CrawlContext) -> int:
     return total
 
 
-def add_seeds(ctx: CrawlContext, seeds: list[tuple[str, str, str]]) -> int:
-    """Queue seeds in the fast line through the exact seen set; returns how many were new."""
-    added = sum(ctx.intake.add_seed(url, h, site) for url, h, site in seeds)
+def seed_scopes(
+    settings: Settings, seeds: list[tuple[str, str, str]], rules: NormaliseRules
+) -> list[SeedScope]:
+    """The crawl's seeds with their scopes: the config's `[[seeds]]` tables, then `seeds`
+    (command line, seeds file) with the `[scope]` defaults. ConfigError naming the key."""
+    return list(settings.crawl_scope(tuple(url for url, _, _ in seeds), rules).seeds)
+
+
+def add_seeds(ctx: CrawlContext, seeds: list[SeedScope]) -> int:
+    """Put the seeds' scopes in force and queue the seeds in the fast line through the
+    exact seen set; returns how many were new."""
+    ids = ctx.scope.add_seeds(seeds)
+    added = 0
+    for seed, seed_id in zip(seeds, ids, strict=True):
+        site = site_of(seed.url)
+        added += ctx.intake.add_seed(seed.url, url_hash(seed.url), site, seed_id=seed_id)
     ctx.durability.commit()
     return added
