@@ -81,3 +81,22 @@ class CrawlContext:
         self.run.reschedule(state)
         self.durability.commit()
         return state
+
+    def add_exclusion(self, pattern: str) -> int | None:
+        """Exclude `pattern` crawl-wide from now on (ConfigError for a pattern RE2 refuses):
+        the waiting URLs it matches leave the queue (noted as skipped), none is requested
+        from now on, and the change is durable at once. The URLs taken out of the queue, or
+        None when the pattern was already in force."""
+        if not self.scope.add_exclusion(pattern, self.clock.now()):
+            return None
+        dropped = self.intake.drop_excluded(self.scope.matches(pattern))
+        self.durability.commit()
+        return dropped
+
+    def remove_exclusion(self, pattern: str) -> bool:
+        """Lift a run-time exclude (durable at once); False when none is `pattern`. URLs it
+        kept out come back only when found again."""
+        removed = self.scope.remove_exclusion(pattern)
+        if removed:
+            self.durability.commit()
+        return removed

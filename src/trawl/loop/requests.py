@@ -161,7 +161,7 @@ class SiteRequests:
             return await self._request(
                 state, lease.item.url, read_any_type=True, max_body_bytes=max_bytes, headers=headers
             )
-        return await self._request(state, lease.item.url, headers=headers)
+        return await self._request(state, lease.item.url, headers=headers, in_scope_only=True)
 
     async def fetch_robots(
         self, state: SiteState, origin: str, previous: RobotsRules | None
@@ -301,7 +301,10 @@ class SiteRequests:
         read_any_type: bool = False,
         max_body_bytes: int | None = None,
         headers: dict[str, str] | None = None,
+        in_scope_only: bool = False,
     ) -> FetchResult:
+        """`in_scope_only`: a page, not sent if a run-time exclude came while it waited
+        for its IP (NotSent: the next turn takes it out of the queue)."""
         ctx = self.ctx
         start = ctx.clock.now()
         try:
@@ -319,7 +322,8 @@ class SiteRequests:
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
-        if not await self._placement_admits(state.site, ip):
+        excluded = in_scope_only and ctx.scope.current.is_excluded(url)
+        if excluded or not await self._placement_admits(state.site, ip):
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end)
             # Not the site's doing, so no backoff; but no tight loop of turns either.
