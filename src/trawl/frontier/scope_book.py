@@ -107,11 +107,11 @@ class ScopeBook:
             parts.append(f"extra hops {','.join(map(str, sorted(hops)))}")
         includes = sum(len(seed.include) for seed in self._seeds)
         if includes:
-            parts.append(f"{includes} includes")
+            parts.append(_count(includes, "include"))
         excludes = len(self._config_exclude) + len(self._runtime_exclude)
         excludes += sum(len(seed.exclude) for seed in self._seeds)
         if excludes:
-            parts.append(f"{excludes} excludes")
+            parts.append(_count(excludes, "exclude"))
         if not self._capture:
             parts.append("off-scope redirects dropped")
         return ", ".join(parts)
@@ -215,3 +215,7 @@ class ScopeBook:
 
     def __repr__(self) -> str:
         return f"<ScopeBook {self.current!r} runtime_excludes={len(self._runtime_exclude)}>"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
