@@ -3,6 +3,8 @@
     python -m bench.speed                 # full: 2,000 sites x 50 pages x ~100 KB, 150 s each
     python -m bench.speed --quick         # short mode for hot-path changes (tens of seconds)
     python -m bench.speed --skip-scrapy   # trawl only
+    python -m bench.speed --quick --scope-variants 2   # trawl with scope: any vs domain vs
+                                                       # domain + 20 includes + 20 excludes
 
 Installs what it needs (nginx from Debian, Scrapy from PyPI) on first use. Each crawler gets
 a fresh nginx with its own access log; the log is the witness for the crawl rate and for
@@ -119,14 +121,29 @@ def steady_rate(starts: list[float], warmup_s: float) -> float:
     return sum(1 for t in starts if t0 <= t < t1) / (t1 - t0)
 
 
+# Issue 16: scope settings measured against `any` in the same run. The patterns match no URL
+# of the bench web (so every variant fetches the same pages) but each is searched on every
+# link: the cost of the check itself.
+_PATTERNS = [
+    *(a for n in range(20) for a in ("--include", f"/never-included-{n}/[a-z]+\\.html$")),
+    *(a for n in range(20) for a in ("--exclude", f"[?&]never_excluded_{n}=")),
+]
+SCOPE_VARIANTS: dict[str, list[str]] = {
+    "trawl": [],
+    "trawl scope domain": ["--scope", "domain"],
+    "trawl scope domain + 20 inc + 20 exc": ["--scope", "domain", *_PATTERNS],
+}
+
+
 def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> list[str]:
     seeds = work / "seeds.txt"
     seeds.write_text("\n".join(spec.seeds) + "\n")
-    if name == "trawl":
+    if name in SCOPE_VARIANTS:
         return [
             sys.executable, "-m", "trawl", "crawl", "--seeds-file", str(seeds),
             "--data", str(work / "trawl-data"), "--hosts-file", str(spec.hosts_file),
             "--contact", "https://trawl.invalid/bench", "--max-time", str(max_time),
+            *SCOPE_VARIANTS[name],
         ]  # fmt: skip
     return [
         sys.executable, "-m", "bench.scrapy_baseline.run", "--seeds-file", str(seeds),
@@ -136,7 +153,7 @@ def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> li
 
 
 def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float) -> RunFigures:
-    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name.replace(' ', '-')}-") as tmp:
         work = Path(tmp)
         access = work / "access.jsonl"
         with Nginx(root, spec, access_log=access):
@@ -144,7 +161,8 @@ def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float
                 crawler_command(name, spec, work, max_time), work / "out.log"
             )
         records = read_access_log(access)
-        (RESULTS / f"{name}-output.log").write_bytes((work / "out.log").read_bytes())
+        log_name = name.replace(" ", "-").replace("+", "")
+        (RESULTS / f"{log_name}-output.log").write_bytes((work / "out.log").read_bytes())
     pages = [r for r in records if r.path not in ROBOTS]
     violations = check_politeness(
         records, tolerance_s=NGINX_TOLERANCE_S, **spec.politeness_inputs()
@@ -194,6 +212,26 @@ def report(figures: list[RunFigures], meta: dict[str, object]) -> str:
             f", CPU per page x{t.cpu_ms_per_page / max(s.cpu_ms_per_page, 1e-9):.3f}"
             f" (Scrapy uses {s.cpu_ms_per_page / max(t.cpu_ms_per_page, 1e-9):.1f}x trawl's CPU)"
         )
+    variants = [f for f in figures if f.crawler in SCOPE_VARIANTS]
+    if len({f.crawler for f in variants}) > 1:
+        rows += [
+            "",
+            "| scope variant | runs | pages/s (mean) | vs any | CPU ms/page (mean) | vs any |",
+            "|---|---|---|---|---|---|",
+        ]
+        means = {}
+        for name in SCOPE_VARIANTS:
+            runs = [f for f in variants if f.crawler == name]
+            if runs:
+                rate = sum(f.steady_pages_per_s for f in runs) / len(runs)
+                cpu = sum(f.cpu_ms_per_page for f in runs) / len(runs)
+                means[name] = (len(runs), rate, cpu)
+        base_rate, base_cpu = means["trawl"][1], means["trawl"][2]
+        for name, (n, rate, cpu) in means.items():
+            rows.append(
+                f"| {name} | {n} | {rate:.1f} | x{rate / max(base_rate, 1e-9):.3f} "
+                f"| {cpu:.2f} | x{cpu / max(base_cpu, 1e-9):.3f} |"
+            )
     rows.append("")
     rows.append("```\n" + json.dumps(meta, indent=1) + "\n```")
     return "\n".join(rows)
@@ -205,6 +243,12 @@ def main() -> int:
     parser.add_argument("--skip-scrapy", action="store_true")
     parser.add_argument("--max-time", type=float, help="seconds per crawler run")
     parser.add_argument("--web", type=Path, default=Path("/tmp/trawl-bench-web"))
+    parser.add_argument(
+        "--scope-variants",
+        type=int,
+        metavar="ROUNDS",
+        help="trawl only, with each scope variant in turn, ROUNDS times (issue 16)",
+    )
     args = parser.parse_args()
     sites, pages, max_time, warmup = (800, 12, 30.0, 8.0) if args.quick else (2000, 50, 150.0, 30.0)
     max_time = args.max_time or max_time
@@ -214,6 +258,8 @@ def main() -> int:
     gen_s = time.monotonic() - t
     RESULTS.mkdir(exist_ok=True)
     crawlers = ["trawl"] if args.skip_scrapy else ["trawl", "scrapy"]
+    if args.scope_variants:
+        crawlers = list(SCOPE_VARIANTS) * args.scope_variants  # interleaved: noise spreads
     if "scrapy" in crawlers:
         ensure_scrapy()
     figures = [measure(name, spec, root, max_time, warmup) for name in crawlers]
@@ -224,7 +270,8 @@ def main() -> int:
         "max_time_s": max_time,
         "warmup_s": warmup,
     }
-    out = RESULTS / ("speed-quick.json" if args.quick else "speed.json")
+    name = "speed-scope" if args.scope_variants else "speed"
+    out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps({"meta": meta, "runs": [asdict(f) for f in figures]}, indent=1))
     print(report(figures, meta))
     return 0
