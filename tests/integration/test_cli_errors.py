@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
+
 from trawl.cli import main
 from trawl.store.layout import lock_data_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 CONTACT = ["--contact", "https://trawl.invalid/test"]
 
@@ -96,3 +96,32 @@ def test_two_crawls_never_share_a_data_directory(
     with lock_data_dir(tmp_path):
         err = run_error(["crawl", "http://a.test/", "--data", str(tmp_path), *CONTACT], capsys)
     assert "another trawl process" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--exclude", "(?=x)"], "scope.exclude[0]: '(?=x)' is not a valid RE2 pattern"),
+        (["--include", "((("], "scope.include"),
+        (["--max-depth", "-1"], "scope.max_depth = -1"),
+        (["--extra-hops", "-2"], "scope.extra_hops = -2"),
+    ],
+)
+def test_issue_16_bad_scope_flags_name_the_key(
+    flags: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d"
+    err = run_error(["crawl", "http://a.test/", "--data", str(data), *CONTACT, *flags], capsys)
+    assert named in err
+    assert not data.exists()  # refused before anything was opened
+
+
+def test_issue_16_a_seed_table_without_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "trawl.toml"
+    config.write_text('[[seeds]]\ntype = "domain"\n')
+    err = run_error(
+        ["crawl", "--config", str(config), "--data", str(tmp_path / "d"), *CONTACT], capsys
+    )
+    assert "seeds[0]: missing key 'url'" in err
