@@ -205,6 +205,7 @@ class ScopeSettings:
     exclude: tuple[str, ...] = ()  # crawl-wide; an exclude always wins
     max_depth: int = 0  # hops from the seed; 0 = no limit
     extra_hops: int = 0  # off-scope hops followed
+    max_pages: int = 0  # URLs queued for each seed (credited to it); 0 = no limit
     off_scope_redirects: str = "capture"  # capture (fetch once, follow no links) or drop
 
 
@@ -218,6 +219,7 @@ class SeedSettings:
     exclude: tuple[str, ...] | None = None  # the seed's own, besides the crawl-wide ones
     max_depth: int | None = None
     extra_hops: int | None = None
+    max_pages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +326,9 @@ def _seed_scope(
             raise ConfigError(
                 f"{_source_of(seed, key, name)}.{name} = {pick(name)}: must be 0..{limit}"
             )
+    if pick("max_pages") < 0:
+        name = "max_pages"
+        raise ConfigError(f"{_source_of(seed, key, name)}.{name} = {pick(name)}: must be >= 0")
     try:
         url = normalise_url(seed.url) if rules is None else normalise_url(seed.url, None, rules)
     except InvalidUrl as exc:
@@ -335,6 +340,7 @@ def _seed_scope(
         seed.exclude or (),
         pick("max_depth"),
         pick("extra_hops"),
+        pick("max_pages"),
     )
 
 

@@ -169,3 +169,25 @@ def test_summary_says_the_scope_in_force(db: Path) -> None:
     assert Process(db).book(defaults=SeedScope("", ScopeType.HOST)).default_seed(
         "https://c.test/"
     ) == SeedScope("https://c.test/", ScopeType.HOST)
+
+
+def test_page_budgets_count_per_seed_and_survive_a_restart(db: Path) -> None:
+    p = Process(db)
+    book = p.book()
+    capped = SeedScope("https://c.test/", ScopeType.HOST, max_pages=2)
+    (seed_id,) = book.add_seeds([capped])
+    assert book.take_page(seed_id)
+    assert book.take_page(seed_id)
+    assert not book.take_page(seed_id)  # spent: not counted either
+    assert book.take_page(12345)  # a seed with no budget (or unknown) always takes one
+    book.flush()
+    p.conn.commit()
+    resumed = Process(db).book()
+    assert resumed.pages(seed_id) == 2
+    assert not resumed.take_page(seed_id)
+    assert resumed.describe()["seeds"] == [{**capped.to_json(), "queued": 2}]
+    assert "max pages 2" in resumed.summary()
+    wider = SeedScope("https://c.test/", ScopeType.HOST, max_pages=3)
+    resumed.add_seeds([wider])  # given again with a bigger budget
+    assert resumed.take_page(seed_id)
+    assert not resumed.take_page(seed_id)

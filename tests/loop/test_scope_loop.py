@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 HTML = (("Content-Type", "text/html; charset=utf-8"),)
 XML = (("Content-Type", "application/xml"),)
 LATE = [f"http://home.test/late/{n}" for n in range(12)]
+CAPPED = [f"http://cap.test/{n}" for n in range(10)]
 EXCLUDE_AT_S = 12.0  # virtual seconds into the crawl
 
 
@@ -69,9 +70,12 @@ def web() -> dict[str, Answer | list[Answer]]:
         "http://docs.test/guide/": page("/guide/a", "/blog/x", "/guide/moved"),
         "http://docs.test/guide/moved": moved("http://cdn.test/file"),
         "http://cdn.test/file": page("http://cdn.test/more"),
+        # a page budget: the seed and two of its links
+        "http://cap.test/": page(*CAPPED),
     }
     for url in ("http://home.test/p1", "http://home.test/p2", "http://blog.home.test/",
-                "http://docs.test/guide/a", "http://docs.test/guide/listed", *LATE):  # fmt: skip
+                "http://docs.test/guide/a", "http://docs.test/guide/listed", *LATE,
+                *CAPPED):  # fmt: skip
         w.setdefault(url, page())
     return w
 
@@ -96,6 +100,7 @@ def settings() -> Settings:
     seeds = (
         SeedSettings("http://home.test/", type="domain", extra_hops=1),
         SeedSettings("http://docs.test/guide/", type="prefix"),
+        SeedSettings("http://cap.test/", type="host", max_pages=3),
     )
     return dataclasses.replace(s, seeds=seeds).validate()
 
@@ -157,7 +162,17 @@ def test_in_scope_pages_and_the_one_hop_out_are_fetched(crawled: Crawl) -> None:
 def test_nothing_out_of_scope_is_requested(crawled: Crawl) -> None:
     assert not NEVER & pages(crawled)
     hosts = {r.url.split("/")[2] for r in crawled.requests}
-    assert hosts == {"home.test", "blog.home.test", "out.test", "docs.test", "cdn.test"}
+    assert hosts == {
+        "home.test", "blog.home.test", "out.test", "docs.test", "cdn.test", "cap.test"
+    }  # fmt: skip
+
+
+def test_a_seeds_page_budget_holds(crawled: Crawl) -> None:
+    capped = {url for url in pages(crawled) if url.startswith("http://cap.test/")}
+    assert len(capped) == 3
+    assert "http://cap.test/" in capped
+    skipped = {s.url for s in crawled.skips if s.reason == "max_pages"}
+    assert skipped == set(CAPPED) - capped
 
 
 def test_an_off_scope_redirect_target_is_stored_but_not_followed(crawled: Crawl) -> None:

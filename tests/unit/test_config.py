@@ -129,7 +129,14 @@ def test_default_scope_is_any() -> None:
             r"^seeds\[1\]\.exclude\[0\]: 'x\{2,1\}' is not a valid RE2",
         ),
         ('[[seeds]]\nurl = "ftp://a.test/"\n', r"^seeds\[0\]\.url: 'ftp://a\.test/'"),
-        ('[[seeds]]\nurl = "https://a.test/"\nmax_pages = 3\n', r"seeds\[0\] unknown key 'max_"),
+        (
+            '[[seeds]]\nurl = "https://a.test/"\nmax_urls = 3\n',
+            r"seeds\[0\] unknown key 'max_urls'",
+        ),
+        (
+            '[[seeds]]\nurl = "https://a.test/"\nmax_pages = -3\n',
+            r"^seeds\[0\]\.max_pages = -3: must be >= 0",
+        ),
         ('[[seeds]]\nurl = "https://a.test/"\nmax_depth = "3"\n', r"seeds\[0\]\.max_depth: exp"),
         ('seeds = "https://a.test/"\n', r"seeds must be \[\[seeds\]\] tables"),
     ],

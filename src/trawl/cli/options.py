@@ -91,6 +91,12 @@ def add_scope_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--extra-hops", type=int, metavar="N", help="follow links out of scope N hops further"
     )
+    g.add_argument(
+        "--max-pages-per-seed",
+        type=int,
+        metavar="N",
+        help="queue at most N URLs credited to each seed (the seed included); 0 = no limit",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -121,6 +127,7 @@ def fetch_settings(args: argparse.Namespace, **crawl: object) -> Settings:
             "exclude": (*s.exclude, *args.exclude) if args.exclude else None,
             "max_depth": args.max_depth,
             "extra_hops": args.extra_hops,
+            "max_pages": args.max_pages_per_seed,
         },
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Protocol
 
-from trawl.frontier.scope import MAX_DEPTH_LIMIT, ScopeDecision, ScopeRule, Standing
+from trawl.frontier.scope import MAX_DEPTH_LIMIT, ScopeDecision, ScopeRule, Standing, seed_of
 from trawl.frontier.traps import check_url
 from trawl.model import CrawlUrl, Line, UrlKind
 from trawl.recrawl.schedule import refresh_priority
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 
 _EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
+_MAX_PAGES = ScopeRule.MAX_PAGES
 
 
 class IntakeTally(Protocol):
@@ -305,14 +306,20 @@ class Intake:
         return new and self._queue_new(item, must_crawl=must_crawl)
 
     def _queue_new(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
-        """Queue a claimed URL unless a trap rule refuses it; True when queued."""
+        """Queue a claimed URL unless a trap rule refuses it or its seed's page budget is
+        spent (`max_pages`: seeds are always queued, and counted); True when queued."""
+        now = self._clock.now()
         trap = None if must_crawl else check_url(item.url, item.depth, self._trap_policy)
         if trap is not None:
             self._traps.count(trap)
             self._tally.count(self._tally.skipped, str(trap))
-            self._scope.note(item.url, item.url_hash, str(trap), f"trap rule {trap}", "",
-                             self._clock.now())  # fmt: skip
+            self._scope.note(item.url, item.url_hash, str(trap), f"trap rule {trap}", "", now)
             return False
+        if item.kind is UrlKind.PAGE:
+            seed = seed_of(item.standing)
+            if not self._scope.take_page(seed) and not must_crawl:
+                self._note(item.url, item.url_hash, ScopeDecision(False, _MAX_PAGES, seed), "")
+                return False
         state = self._sites.loaded(item.site)
         if state is not None and state.traps.is_flagged and item.line is Line.FAST:
             # The similarity alarm: a copy-heavy site's links wait.

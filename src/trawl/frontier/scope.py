@@ -57,6 +57,7 @@ __all__ = [
     "SeedScope",
     "Standing",
     "seed_id_of",
+    "seed_of",
 ]
 
 MAX_EXTRA_HOPS = 0xFF  # off-scope hops fit in 8 bits of a packed Standing
@@ -83,6 +84,7 @@ class ScopeRule(StrEnum):
     MAX_DEPTH = "max_depth"
     EXTRA_HOPS = "extra_hops"
     CAPTURE = "capture"  # an off-scope redirect target, fetched once, its links not followed
+    MAX_PAGES = "max_pages"  # the credited seed's page budget is spent (ScopeBook counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +101,11 @@ class SeedScope:
     exclude: tuple[str, ...] = ()
     max_depth: int = 0  # 0 = no limit
     extra_hops: int = 0
+    max_pages: int = 0  # URLs credited to this seed that are queued; 0 = no limit
 
     def __post_init__(self) -> None:
+        if self.max_pages < 0:
+            raise ConfigError(f"max_pages = {self.max_pages}: must be >= 0")
         if not 0 <= self.max_depth <= MAX_DEPTH_LIMIT:
             raise ConfigError(f"max_depth = {self.max_depth}: must be 0..{MAX_DEPTH_LIMIT}")
         if not 0 <= self.extra_hops <= MAX_EXTRA_HOPS:
@@ -114,6 +119,7 @@ class SeedScope:
             "exclude": list(self.exclude),
             "maxDepth": self.max_depth,
             "extraHops": self.extra_hops,
+            "maxPages": self.max_pages,
         }
 
     @classmethod
@@ -122,7 +128,7 @@ class SeedScope:
         ConfigError naming `where` and the key for anything else."""
         if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
             raise ConfigError(f"{where}: a seed scope needs a 'url' string")
-        known = {"url", "type", "include", "exclude", "maxDepth", "extraHops"}
+        known = {"url", "type", "include", "exclude", "maxDepth", "extraHops", "maxPages"}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {sorted(known)})")
@@ -137,7 +143,7 @@ class SeedScope:
             compile_patterns(tuple(value), f"{where}.{key}")
             patterns[key] = tuple(value)
         numbers = {}
-        for key in ("maxDepth", "extraHops"):
+        for key in ("maxDepth", "extraHops", "maxPages"):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"{where}.{key} = {value!r}: must be an integer")
@@ -145,7 +151,7 @@ class SeedScope:
         try:
             return cls(
                 raw["url"], ScopeType(kind), patterns["include"], patterns["exclude"],
-                numbers["maxDepth"], numbers["extraHops"],
+                numbers["maxDepth"], numbers["extraHops"], numbers["maxPages"],
             )  # fmt: skip
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
@@ -156,6 +162,11 @@ def seed_id_of(url: str) -> int:
     every run, whatever order seeds are given in (a queued URL's Standing names its seed by
     it); two seeds of a million share one with odds of about 1 in 2 (the first kept wins)."""
     return int(url_hash(url)[:10], 16) >> 2
+
+
+def seed_of(packed: int) -> int:
+    """The seed id of a packed Standing, without building one (the per-URL path)."""
+    return (packed >> 25) & ((1 << SEED_ID_BITS) - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +195,7 @@ class Standing:
     def unpack(cls, packed: int) -> Standing:
         """The packed value back; garbage (a corrupt row) comes back as a valid Standing."""
         return cls(
-            (packed >> 25) & ((1 << SEED_ID_BITS) - 1),
+            seed_of(packed),
             (packed >> 8) & MAX_DEPTH_LIMIT,
             packed & MAX_EXTRA_HOPS,
             bool(packed >> 24 & 1),
@@ -578,6 +589,8 @@ def _seed_rule(rule: ScopeRule, seed: SeedScope) -> str:
         return f"exclude of {seed.url}"
     if rule is ScopeRule.CAPTURE:
         return f"links of a captured off-scope redirect ({seed.url})"
+    if rule is ScopeRule.MAX_PAGES:
+        return f"max_pages {seed.max_pages} of {seed.url}"
     return f"{rule.value} {seed.type.value} of {seed.url}"
 
 

@@ -59,6 +59,9 @@ class ScopeBook:
         self._seeds: list[SeedScope] = [seed for _, seed in stored]
         self._ids: list[int] = [seed_id for seed_id, _ in stored]
         self._runtime_exclude: list[str] = store.exclusions()
+        self._pages: dict[int, int] = store.credits()  # URLs queued per seed id
+        self._pages_changed: set[int] = set()
+        self._caps: dict[int, int] = {}  # seed id -> max_pages, for seeds that have one
         counts, recent = skip_log.counts(), reversed(skip_log.recent(sample_size or 10_000))
         kwargs = {} if sample_size is None else {"sample_size": sample_size}
         self.skips = SkipTally(counts=counts, recent=recent, **kwargs)
@@ -86,7 +89,10 @@ class ScopeBook:
             "defaultFollowsAll": self._open_fallback,
             "exclude": list(self._config_exclude),
             "exclusions": list(self._runtime_exclude),
-            "seeds": [seed.to_json() for seed in self._seeds],
+            "seeds": [
+                {**seed.to_json(), "queued": self._pages.get(seed_id, 0)}
+                for seed_id, seed in zip(self._ids, self._seeds, strict=True)
+            ],
         }
 
     def summary(self) -> str:
@@ -101,10 +107,13 @@ class ScopeBook:
         parts = [f"scope {kinds}"]
         depths = {seed.max_depth for seed in self._seeds if seed.max_depth}
         hops = {seed.extra_hops for seed in self._seeds if seed.extra_hops}
+        budgets = {seed.max_pages for seed in self._seeds if seed.max_pages}
         if depths:
             parts.append(f"max depth {','.join(map(str, sorted(depths)))}")
         if hops:
             parts.append(f"extra hops {','.join(map(str, sorted(hops)))}")
+        if budgets:
+            parts.append(f"max pages {','.join(map(str, sorted(budgets)))}")
         includes = sum(len(seed.include) for seed in self._seeds)
         if includes:
             parts.append(_count(includes, "include"))
@@ -198,13 +207,37 @@ class ScopeBook:
         rule = self.current.explain(url, decision)
         return self.note(url, url_hash, decision.rule.value, rule, referrer, at)
 
+    # -- page budgets ---------------------------------------------------------------------
+    def take_page(self, seed_id: int) -> bool:
+        """Count one more URL queued for `seed_id`; False (and not counted) when its
+        `max_pages` is spent. Counted for every seed, so /v1/scope can show it."""
+        pages = self._pages.get(seed_id, 0)
+        cap = self._caps.get(seed_id) if self._caps else None
+        if cap is not None and pages >= cap:
+            return False
+        self._pages[seed_id] = pages + 1
+        self._pages_changed.add(seed_id)
+        return True
+
+    def pages(self, seed_id: int) -> int:
+        return self._pages.get(seed_id, 0)
+
     def flush(self) -> None:
-        """Write the skips noted since the last flush (in the open transaction)."""
+        """Write the skips noted and the pages counted since the last flush (in the open
+        transaction)."""
         batch = self.skips.take_unflushed()
         if not batch.is_empty:
             self._skip_log.write(batch)
+        if self._pages_changed:
+            self._store.put_credits({s: self._pages[s] for s in self._pages_changed})
+            self._pages_changed.clear()
 
     def _build(self) -> CrawlScope:
+        self._caps = {
+            seed_id: seed.max_pages
+            for seed_id, seed in zip(self._ids, self._seeds, strict=True)
+            if seed.max_pages
+        }
         return CrawlScope(
             self._seeds,
             (*self._config_exclude, *self._runtime_exclude),

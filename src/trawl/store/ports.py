@@ -109,6 +109,12 @@ class ScopeStore(Protocol):
     def put_seeds(self, seeds: list[tuple[int, SeedScope]]) -> None:
         """Store these seeds' scopes; a new id goes after every stored one."""
 
+    def credits(self) -> dict[int, int]:
+        """URLs queued per seed id (ScopeBook.take_page), as last written."""
+
+    def put_credits(self, pages: dict[int, int]) -> None:
+        """Set these seeds' counts (whole values: writing one twice does no harm)."""
+
     def exclusions(self) -> list[str]:
         """The run-time excludes, oldest first."""
 

@@ -28,9 +28,9 @@ class SqliteScopeStore:
         self._present = (
             conn.execute(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                " AND name IN ('scope_seeds', 'scope_exclusions')"
+                " AND name IN ('scope_seeds', 'scope_exclusions', 'scope_pages')"
             ).fetchone()[0]
-            == 2
+            == 3
         )
 
     def seeds(self) -> list[tuple[int, SeedScope]]:
@@ -61,6 +61,22 @@ class SqliteScopeStore:
                 (seed_id, last + 1 + n, json.dumps(seed.to_json(), separators=(",", ":")))
                 for n, (seed_id, seed) in enumerate(seeds)
             ],
+        )
+
+    def credits(self) -> dict[int, int]:
+        if not self._present:
+            return {}
+        rows = self._conn.execute("SELECT seed_id, pages FROM scope_pages")
+        return {int(seed_id): int(n) for seed_id, n in rows}
+
+    def put_credits(self, pages: dict[int, int]) -> None:
+        if not pages:
+            return
+        self._begin()
+        self._conn.executemany(
+            "INSERT INTO scope_pages(seed_id, pages) VALUES (?, ?)"
+            " ON CONFLICT(seed_id) DO UPDATE SET pages = excluded.pages",
+            list(pages.items()),
         )
 
     def exclusions(self) -> list[str]:

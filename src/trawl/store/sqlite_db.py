@@ -112,6 +112,9 @@ CREATE TABLE IF NOT EXISTS scope_seeds (
     scope TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS scope_exclusions (pattern TEXT PRIMARY KEY, added_at REAL NOT NULL);
+-- URLs queued per seed id, for per-seed max_pages (a seed queued before its row exists, or
+-- a URL of no known seed, still counts here).
+CREATE TABLE IF NOT EXISTS scope_pages (seed_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL);
 """
 
 # Indexes on columns that `_add_missing_columns` may have just added.

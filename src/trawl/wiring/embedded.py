@@ -240,7 +240,9 @@ def scope_book(settings: Settings, conn: sqlite3.Connection) -> ScopeBook:
         store=SqliteScopeStore(conn),
         skip_log=SqliteSkipLog(conn),
         config_exclude=s.exclude,
-        defaults=SeedScope("", ScopeType(s.type), s.include, (), s.max_depth, s.extra_hops),
+        defaults=SeedScope(
+            "", ScopeType(s.type), s.include, (), s.max_depth, s.extra_hops, s.max_pages
+        ),
         capture_redirects=s.off_scope_redirects == "capture",
     )
 
