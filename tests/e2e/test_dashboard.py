@@ -50,7 +50,9 @@ for (const id of arguments[0]) {
 }
 const rows = (id) => document.querySelectorAll(`#${id} tbody tr:not(.empty)`).length;
 return {ready: document.body.dataset.ready === "1", charts,
-        busy: rows("busy"), troubled: rows("troubled"),
+        busy: rows("busy"), troubled: rows("troubled"), skipped: rows("skipped"),
+        skipReasons: document.querySelectorAll("#skip-counts li").length,
+        scope: document.getElementById("scope-line").textContent,
         fetched: document.getElementById("t-fetched").textContent,
         live: document.getElementById("live").className};
 """
@@ -70,7 +72,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("dashboard")
     with (
         TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web,
-        run_serve(web, tmp) as served,
+        # An exclude the test web's pages link to: the Skipped panel has rows to show.
+        run_serve(web, tmp, extra=("--exclude", "/private/")) as served,
     ):
         yield served
 
@@ -114,6 +117,7 @@ def loaded(served: Served, browser: webdriver.Chrome) -> LoadedDashboard:
             and all(charts[c]["max"] > 0 and charts[c]["points"] >= 2 for c in CHARTS[:3])
             and page["busy"]
             and page["troubled"]
+            and page["skipped"]
         )
 
     WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
@@ -168,12 +172,20 @@ def test_site_tables_have_rows(loaded: LoadedDashboard) -> None:
     assert loaded.page["troubled"] >= 1
 
 
+def test_issue_16_skipped_panel_and_scope(loaded: LoadedDashboard) -> None:
+    assert loaded.page["skipped"] >= 1
+    assert loaded.page["skipReasons"] >= 1
+    assert loaded.page["scope"].startswith("scope any x")
+    assert loaded.page["scope"].endswith(", 1 excludes")
+
+
 def test_the_page_asks_nothing_of_any_host_but_trawl(loaded: LoadedDashboard) -> None:
     assert loaded.request_urls, "the browser's network log is empty"
     outside = [u for u in loaded.request_urls if not is_loopback(u)]
     assert outside == []
     asked = {urllib.parse.urlsplit(u).path for u in loaded.request_urls}
-    assert {"/", "/static/uPlot.iife.min.js", "/static/dashboard.js", "/v1/stats/history"} <= asked
+    assert {"/", "/static/uPlot.iife.min.js", "/static/dashboard.js", "/v1/stats/history",
+            "/v1/skipped"} <= asked  # fmt: skip
 
 
 def is_loopback(url: str) -> bool:

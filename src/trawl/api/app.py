@@ -1,4 +1,5 @@
-"""The control API: page records and bodies, host state and limits, seeds, events, stats.
+"""The control API: page records and bodies, host state and limits, seeds, events, stats
+(and, in api.scope, the crawl's scope and what it skipped).
 
 Routes are thin and run on the API's own thread and loop; `CrawlView` says how each one
 reaches the crawl (committed rows through a read-only connection, counters from the crawl's
@@ -9,6 +10,7 @@ latest snapshot, live state on the crawl loop). Field names are the design's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -21,6 +23,7 @@ from trawl import __version__
 from trawl.api.crawl_view import LIMITS_WAIT_S
 from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
+from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of
 from trawl.errors import DataError, InvalidUrl
 from trawl.politeness.site_limits import checked_limits
 from trawl.politeness.site_state import SiteState
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from trawl.api.crawl_view import CrawlView
+    from trawl.frontier.scope import SeedScope
     from trawl.loop.context import CrawlContext
     from trawl.model import PageRecord
     from trawl.politeness.site_limits import SiteLimits
@@ -43,6 +47,9 @@ MAX_OFFSET = 2**63 - 1  # SQLite's largest integer
 class SeedRequest(BaseModel):
     urls: list[str] = Field(min_length=1, max_length=10_000)
     priority: Literal["high", "normal", "low"] = "normal"
+    scope: ScopeRequest | None = Field(
+        None, description="the seeds' scope; without it they take the crawl's [scope] defaults"
+    )
 
 
 class Rejected(BaseModel):
@@ -109,6 +116,7 @@ def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
     _add_host_routes(app, view, _token_check(token))
     _add_feed_routes(app, view)
     _add_seed_routes(app, view, _token_check(token))
+    app.include_router(scope_router(view, _token_check(token)))
     app.include_router(dashboard_router(view))
     return app
 
@@ -254,8 +262,8 @@ def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:
 def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
     ctx = view.ctx
 
-    def add_and_commit(request: SeedRequest) -> SeedResponse:  # on the crawl loop
-        added = add_api_seeds(ctx, request.urls, request.priority)
+    def add_and_commit(request: SeedRequest, scope: SeedScope | None) -> SeedResponse:
+        added = add_api_seeds(ctx, request.urls, request.priority, scope)  # on the crawl loop
         ctx.durability.commit()
         return SeedResponse(
             queued=added.queued,
@@ -269,7 +277,9 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
         dependencies=[Depends(require_token)],
     )
     async def post_seeds(request: SeedRequest) -> SeedResponse:
-        return await view.on_crawl(lambda: add_and_commit(request))
+        # Checked here, off the crawl loop: a bad scope is a 422 before the crawl is asked.
+        scope = None if request.scope is None else seed_scope_of(view, request.scope)
+        return await view.on_crawl(lambda: add_and_commit(request, scope))
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,13 +289,16 @@ class AddedSeeds:
     rejected: list[tuple[str, str]]  # (raw URL, reason)
 
 
-def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSeeds:
-    """Queue seeds through the exact seed table. A URL with a page record is not queued
-    again: its refetch would come outside the refresh line, with no record to compare
-    with, and emit page.fetched for unchanged content; the recrawl schedule keeps it fresh
-    (issue 14)."""
-    queued = known = 0
+def add_api_seeds(
+    ctx: CrawlContext, urls: list[str], priority: str, scope: SeedScope | None = None
+) -> AddedSeeds:
+    """Queue seeds through the exact seed table, each with `scope` (its URL filled in) or
+    else the crawl's `[scope]` defaults. A URL with a page record is not queued again: its
+    refetch would come outside the refresh line, with no record to compare with, and emit
+    page.fetched for unchanged content; the recrawl schedule keeps it fresh (issue 14).
+    Its scope is put in force all the same."""
     rejected: list[tuple[str, str]] = []
+    accepted: list[tuple[str, str]] = []  # (url, site)
     for raw in urls:
         try:
             url = normalise_url(raw, None, ctx.rules)
@@ -299,10 +312,17 @@ def add_api_seeds(ctx: CrawlContext, urls: list[str], priority: str) -> AddedSee
         if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
             rejected.append((raw, "disallowed by the site's robots.txt"))
             continue
+        accepted.append((url, site))
+    # One call: each call rebuilds the compiled scope, so seed by seed would be quadratic.
+    ids = ctx.scope.add_seeds(
+        ctx.scope.default_seed(url) if scope is None else dataclasses.replace(scope, url=url)
+        for url, _ in accepted
+    )
+    queued = known = 0
+    low = priority == "low"
+    for (url, site), seed_id in zip(accepted, ids, strict=True):
         hashed = url_hash(url)
         crawled = ctx.records.get_page(hashed) is not None
-        (seed_id,) = ctx.scope.add_seeds([ctx.scope.default_seed(url)])
-        low = priority == "low"
         if not crawled and ctx.intake.add_seed(
             url, hashed, site, seed_id=seed_id, low_priority=low
         ):

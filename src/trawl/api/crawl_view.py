@@ -9,12 +9,14 @@ reads at idle speed, whatever the crawl is doing. What each kind of read goes th
 - Counters (/v1/stats, /metrics, the dashboard's history): a `CrawlSnapshot` the crawl loop
   publishes every second. Publishing is one reference swap, so a reader on another thread
   never sees a half-updated set of numbers and no lock is needed.
-- Live crawl state (site states, seeds, limits): `on_crawl` runs the call on the crawl loop
-  and waits for it there, at the crawl loop's pace; nothing else touches that state.
+- Live crawl state (site states, seeds, limits, scope): `on_crawl` runs the call on the
+  crawl loop and waits for it there, at the crawl loop's pace; nothing else touches that
+  state.
 - Cluster mode (`SharedStores`): records, events and host records come from PostgreSQL
   (a connection per API thread), bodies from object storage, and a site's new limits go to
   its partition's owner through the partition's link stream; the answer waits until the
-  owner has applied them (its host record shows the override).
+  owner has applied them (its host record shows the override). A run-time scope change is
+  applied on this node first, then handed to `send_scope` for the other nodes.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class CrawlSnapshot:
     fetch_buckets: tuple[tuple[float, int], ...] = ()  # cumulative, as Prometheus wants
     fetch_seconds_sum: float = 0.0
     events_written: int = 0
+    scope_skips: dict[str, int] = field(default_factory=dict)  # ScopeBook.skips, whole crawl
+    exclusions: int = 0  # run-time excludes in force
 
 
 def status_kinds(statuses: Mapping[str, int], prefix: str) -> dict[str, int]:
@@ -92,8 +96,9 @@ def site_counts(ctx: CrawlContext) -> dict[str, int]:
     }
 
 
-def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
-    """Copy the counters (call on the crawl loop: they are the crawl's live objects)."""
+def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = "") -> CrawlSnapshot:
+    """Copy the counters (call on the crawl loop: they are the crawl's live objects);
+    `scope_line` is the scope's summary, which the caller keeps (it walks every seed)."""
     st, now = ctx.stats, ctx.clock.now()
     sched = ctx.frontier.stats()
     statuses = dict(st.statuses)
@@ -116,6 +121,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         "notModified": st.not_modified,
         "duplicates": st.duplicates,
         "nearDuplicates": st.near_duplicates,
+        "scope": scope_line,
         "snapshotAt": now,
     }
     return CrawlSnapshot(
@@ -130,6 +136,8 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory) -> CrawlSnapshot:
         fetch_seconds_sum=st.fetch_seconds.sum,
         # Offsets are dense from 1 in both record stores: the last one is the count.
         events_written=max(ctx.records.last_offset(), 0),
+        scope_skips=ctx.scope.skips.counts(),
+        exclusions=len(ctx.scope.runtime_exclusions),
     )
 
 
@@ -156,6 +164,9 @@ class SharedStores:
     read_body: Callable[[str], StoredBody]  # a storage key's response record
     send_limits: Callable[[str, dict[str, Any] | None], Awaitable[object]]  # crawl loop
     cluster_metrics: Callable[[], Iterable[Metric]]  # the cluster's status, for /metrics
+    # A run-time scope change this node applied, for every other node (crawl loop):
+    # {"op": "exclude" | "include_again", "pattern": p}.
+    send_scope: Callable[[dict[str, Any]], Awaitable[object]] | None = None
 
 
 class CrawlView:
@@ -169,13 +180,24 @@ class CrawlView:
         self.snapshot = CrawlSnapshot()
         self._local = threading.local()
         self._published = 0
+        self._summarised: object = None  # the CrawlScope `_scope_line` describes
+        self._scope_line = ""
 
     def publish(self) -> None:
         """Take a snapshot (and every HISTORY_EVERY-th time a history sample); crawl loop."""
         if self._published % HISTORY_EVERY == 0:
             self.history.add(history_sample(self.ctx, self.ctx.clock.now()))
         self._published += 1
-        self.snapshot = take_snapshot(self.ctx, self.history)
+        self.snapshot = take_snapshot(self.ctx, self.history, self._scope_summary())
+
+    def _scope_summary(self) -> str:
+        """The scope's one-line summary, made again only when the scope changed: it walks
+        every seed, and a crawl may have a million."""
+        scope = self.ctx.scope.current  # a new object on every change (ScopeBook._build)
+        if scope is not self._summarised:
+            self._scope_line = self.ctx.scope.summary()
+            self._summarised = scope
+        return self._scope_line
 
     async def publish_every(self, interval_s: float = PUBLISH_INTERVAL_S) -> None:
         """Runs on the crawl loop until cancelled."""
@@ -225,6 +247,14 @@ class CrawlView:
                 return record
             await asyncio.sleep(0.1)
         return None
+
+    async def share_scope_change(self, op: str, pattern: str) -> None:
+        """Cluster mode: hand a scope change this node applied to the other nodes (a
+        single machine has none: nothing to do)."""
+        send = self.shared.send_scope if self.shared is not None else None
+        if send is not None:
+            change = {"op": op, "pattern": pattern}
+            await self.on_crawl_async(lambda: send(change))
 
     async def on_crawl(self, call: Callable[[], T]) -> T:
         """Run `call` on the crawl loop (the only place live crawl state may be touched)."""

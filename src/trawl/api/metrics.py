@@ -32,6 +32,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Labels shown from the start (zeros): the waits every crawl has, the commonest skip.
 WAIT_REASONS = ("ip_gate", "site_clock", "paused")
 SKIP_REASONS = ("robots",)
+SCOPE_SKIP_REASONS = ("scope", "exclude")
 
 
 def status_classes(statuses: Mapping[str, int]) -> dict[str, int]:
@@ -73,6 +74,13 @@ class CrawlCollector:
                        "rule", stats.get("traps", {}))  # fmt: skip
         yield _counter("trawl_skips", "URLs and pages skipped, by reason",
                        "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
+        # Issue 16: the skipped report's counts, over the whole crawl (a resumed crawl goes
+        # on from the stored counts), as `trawl skipped` and /v1/skipped show them.
+        yield _counter("trawl_skipped", "URLs not queued (scope, depth, hops, excludes, "
+                       "traps), by reason, whole crawl",
+                       "reason", _zero_filled(snap.scope_skips, SCOPE_SKIP_REASONS))  # fmt: skip
+        yield GaugeMetricFamily("trawl_scope_exclusions", "Crawl-wide excludes added at run time",
+                                snap.exclusions)  # fmt: skip
         yield GaugeMetricFamily("trawl_snapshot_timestamp_seconds",
                                 "When the crawl loop published these numbers", snap.at)  # fmt: skip
         shared = self.view.shared

@@ -25,6 +25,7 @@ const COLOR = {
   slow: "#ffd166",
   refresh: "#c77dff",
   discovery: "#4cc9f0",
+  skip: "#ffd166",
 };
 
 const state = { rows: [], lastAt: 0, windowS: 900, polls: 0, charts: {} };
@@ -212,6 +213,7 @@ function drawTiles(stats) {
   $("t-errors").title = kinds.map(([kind, n]) => `${kind} ${n}`).join(", ");
   $("t-frontier").textContent = fmtInt((frontier.fast || 0) + (frontier.slow || 0) + (frontier.refresh || 0));
   $("t-sites").textContent = fmtInt(stats.sites ? stats.sites.known : null);
+  $("scope-line").textContent = stats.scope || "–";
   drawCodes(stats.statuses || {});
 }
 
@@ -258,12 +260,30 @@ function fillTable(id, items, toCells, emptyText) {
   body.replaceChildren(...items.map((item) => el("tr", {}, toCells(item))));
 }
 
+// Issue 16: counts by reason as bars (as the status codes), then the latest skips.
+function drawSkipped(skipped) {
+  const counts = Object.entries(skipped.counts).sort((a, b) => b[1] - a[1]);
+  const top = counts.length ? counts[0][1] : 1;
+  $("skip-counts").replaceChildren(...counts.map(([reason, n]) => {
+    const bar = el("span");
+    bar.style.width = `${Math.max(2, (100 * n) / top)}%`;
+    bar.style.background = COLOR.skip;
+    return el("li", {}, [el("span", { className: "code", title: reason }, reason), el("span", { className: "bar" }, [bar]), el("span", { className: "n" }, fmtInt(n))]);
+  }));
+  fillTable("skipped", skipped.skipped, (s) => [
+    cell(fmtAgo(s.at)), cell(s.reason, "mono"), cell(s.url, "mono"), cell(s.rule, "mono"),
+    cell(s.referrer || "–", "mono"),
+  ], "nothing skipped");
+}
+
 async function drawSites() {
-  const [busy, troubled, errors] = await Promise.all([
+  const [busy, troubled, errors, skipped] = await Promise.all([
     getJSON("v1/sites?sort=busy&limit=10"),
     getJSON("v1/sites?sort=troubled&limit=10"),
     getJSON("v1/errors?limit=15"),
+    getJSON("v1/skipped?limit=20"),
   ]);
+  drawSkipped(skipped);
   fillTable("busy", busy, (s) => [
     cell(s.host), cell(fmtInt(s.pagesToday), "num"), cell(fmtInt(s.queueLength), "num"),
     cell(fmtInt(s.avgResponseMs), "num"), pill(s.state),
