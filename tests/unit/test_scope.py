@@ -380,3 +380,38 @@ def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
 def test_repr_shows_the_scope() -> None:
     scope = CrawlScope([SeedScope(SEED, ScopeType.HOST), SeedScope(SEED)], ("x",))
     assert repr(scope) == "<CrawlScope seeds=2 types=any,host excludes=1>"
+
+
+def test_derived_scopes_decide_as_if_built_whole() -> None:
+    base = [SeedScope(SEED, ScopeType.PREFIX), SeedScope("https://b.test/", ScopeType.DOMAIN)]
+    more = [
+        (7, SeedScope("https://c.test/", ScopeType.HOST, include=("/shared/",))),
+        (8, SeedScope("https://d.test/x/", ScopeType.PAGE)),
+        (9, SeedScope("https://b.test/", ScopeType.PAGE)),  # a seed given again: replaced
+    ]
+    derived = CrawlScope(base).with_seeds(more[:2]).with_exclusions(("/tag/",))
+    whole = CrawlScope([*base, more[0][1], more[1][1]], ("/tag/",), seed_ids=[0, 1, 7, 8])
+    replaced = derived.with_seeds(more[2:])
+    whole_replaced = CrawlScope(
+        [base[0], more[2][1], more[0][1], more[1][1]], ("/tag/",), seed_ids=[0, 1, 7, 8]
+    )
+    urls = [
+        "https://www.example.org/docs/guide/x", "https://api.b.test/", "https://c.test/a",
+        "https://e.test/shared/1", "https://d.test/x/", "https://c.test/tag/1", "https://b.test/",
+    ]  # fmt: skip
+    for url in urls:
+        assert derived.check(url) == whole.check(url), url
+        assert replaced.check(url) == whole_replaced.check(url), url
+        for source in (Standing(0, 1), Standing(7, 2), Standing(1, 0)):
+            assert derived.decide(url, source) == whole.decide(url, source), (url, source)
+    assert CrawlScope(base).check("https://c.test/a").in_scope is False  # the old one stays
+
+
+def test_a_change_to_a_big_scope_is_quick() -> None:
+    seeds = [SeedScope(f"https://s{n}.test/", ScopeType.DOMAIN) for n in range(20_000)]
+    scope = CrawlScope(seeds)
+    started = time.perf_counter()
+    scope = scope.with_exclusions(("/tag/",)).with_seed(SeedScope("https://new.test/"), 99_999)
+    elapsed = time.perf_counter() - started
+    assert scope.check("https://new.test/x").seed == "https://new.test/"
+    assert elapsed < 0.1, elapsed  # a full build of 20,000 seeds takes ~0.5 s

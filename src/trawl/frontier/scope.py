@@ -297,6 +297,7 @@ class CrawlScope:
         "_fallback_open",
         "_has_domain_seeds",
         "_indexed",
+        "_patterns",
         "_seeds",
         "_wide",
     )
@@ -310,48 +311,58 @@ class CrawlScope:
         capture_redirects: bool = True,
         open_fallback: bool = True,
     ) -> None:
-        cache: dict[tuple[str, ...], PatternSet] = {}
-
-        def compiled(patterns: tuple[str, ...], key: str) -> PatternSet:
-            if patterns not in cache:
-                cache[patterns] = compile_patterns(patterns, key)
-            return cache[patterns]
-
         ids = list(range(len(seeds))) if seed_ids is None else list(seed_ids)
         if len(ids) != len(seeds):
             raise ValueError("one seed id per seed")
+        self._patterns: dict[tuple[str, ...], PatternSet] = {}
         self._exclude = compile_patterns(exclude, "scope.exclude")
         self._capture = capture_redirects
         self._fallback_open = open_fallback
-        self._seeds = tuple(
-            _CompiledSeed(
-                index,
-                ids[index],
-                seed,
-                _Split.of(seed.url),
-                _directory(_Split.of(seed.url).rest),
-                site_of(seed.url),
-                compiled(seed.include, f"seeds[{index}].include"),
-                compiled(seed.exclude, f"seeds[{index}].exclude"),
-            )
-            for index, seed in enumerate(seeds)
+        self._index(tuple(self._compiled(n, ids[n], seed) for n, seed in enumerate(seeds)))
+
+    def _compiled(self, index: int, seed_id: int, seed: SeedScope) -> _CompiledSeed:
+        split = _Split.of(seed.url)
+        return _CompiledSeed(
+            index,
+            seed_id,
+            seed,
+            split,
+            _directory(split.rest),
+            site_of(seed.url),
+            self._pattern_set(seed.include, f"seeds[{index}].include"),
+            self._pattern_set(seed.exclude, f"seeds[{index}].exclude"),
         )
+
+    def _pattern_set(self, patterns: tuple[str, ...], key: str) -> PatternSet:
+        # Seeds share pattern lists (the [scope] defaults): compiled once per scope lineage.
+        found = self._patterns.get(patterns)
+        if found is None:
+            found = self._patterns[patterns] = compile_patterns(patterns, key)
+        return found
+
+    def _index(self, seeds: tuple[_CompiledSeed, ...]) -> None:
+        self._seeds = seeds
         self._by_url: dict[str, _CompiledSeed] = {}
         self._by_id: dict[int, _CompiledSeed] = {}
-        for seed in reversed(self._seeds):  # the first of duplicate seeds (or ids) wins
+        for seed in reversed(seeds):  # the first of duplicate seeds (or ids) wins
             self._by_url[seed.scope.url] = seed
             self._by_id[seed.id] = seed
         # Seeds a URL can be in only by its host, site or URL are looked up by that key;
         # the others (any, or with includes) are tried for every URL.
         self._indexed: dict[str, list[_CompiledSeed]] = {}
         self._wide: list[_CompiledSeed] = []
-        self._has_domain_seeds = any(s.scope.type is ScopeType.DOMAIN for s in self._seeds)
-        for seed in self._seeds:
-            key = _index_key(seed)
-            if key is None or seed.include:
-                self._wide.append(seed)
-            if key is not None:
-                self._indexed.setdefault(key, []).append(seed)
+        self._has_domain_seeds = False
+        for seed in seeds:
+            self._index_one(seed)
+
+    def _index_one(self, seed: _CompiledSeed) -> None:
+        key = _index_key(seed)
+        if key is None or seed.include:
+            self._wide.append(seed)
+        if key is not None:
+            self._indexed.setdefault(key, []).append(seed)
+        if seed.scope.type is ScopeType.DOMAIN:
+            self._has_domain_seeds = True
 
     @property
     def seeds(self) -> tuple[SeedScope, ...]:
@@ -379,31 +390,59 @@ class CrawlScope:
             and all(s.is_open and not s.scope.max_depth for s in self._seeds)
         )
 
+    # Run-time changes (the API) make a new scope from this one, compiling only what
+    # changed: a crawl of 100,000 seeds must not stall its loop for seconds per change.
     def with_exclusions(self, exclude: tuple[str, ...]) -> CrawlScope:
-        """The same seeds with these crawl-wide excludes (run-time changes build a new one)."""
-        return self._rebuilt(self.seeds, self.seed_ids, exclude)
+        """The same seeds with these crawl-wide excludes."""
+        new = self._copy()
+        new._exclude = compile_patterns(exclude, "scope.exclude")
+        return new
+
+    def with_seeds(self, seeds: Iterable[tuple[int, SeedScope]]) -> CrawlScope:
+        """This scope with more seeds (id, scope) after its own; a seed whose URL is
+        already one takes the new scope in its place."""
+        compiled = list(self._seeds)
+        at = {url: seed.index for url, seed in self._by_url.items()}
+        added: list[_CompiledSeed] = []
+        replaced = False
+        for seed_id, seed in seeds:
+            index = at.get(seed.url)
+            if index is not None:
+                if compiled[index].scope != seed:
+                    compiled[index] = self._compiled(index, compiled[index].id, seed)
+                    replaced = True
+                continue
+            at[seed.url] = len(compiled)
+            compiled.append(self._compiled(len(compiled), seed_id, seed))
+            added.append(compiled[-1])
+        new = self._copy()
+        if replaced:
+            new._index(tuple(compiled))
+            return new
+        new._seeds = tuple(compiled)
+        new._by_url, new._by_id = dict(self._by_url), dict(self._by_id)
+        new._indexed, new._wide = dict(self._indexed), list(self._wide)
+        for fresh in added:
+            new._by_url.setdefault(fresh.scope.url, fresh)
+            new._by_id.setdefault(fresh.id, fresh)
+            key = _index_key(fresh)
+            if key is not None:  # a new list: the old scope's lists are not to change
+                new._indexed[key] = [*new._indexed.get(key, ()), fresh]
+            if key is None or fresh.include:
+                new._wide.append(fresh)
+            if fresh.scope.type is ScopeType.DOMAIN:
+                new._has_domain_seeds = True
+        return new
 
     def with_seed(self, seed: SeedScope, seed_id: int) -> CrawlScope:
         """This scope and one more seed (or a seed's new scope, if its URL is a seed)."""
-        seeds, ids = list(self.seeds), list(self.seed_ids)
-        known = self._by_url.get(seed.url)
-        if known is not None:
-            seeds[known.index] = seed
-        else:
-            seeds.append(seed)
-            ids.append(seed_id)
-        return self._rebuilt(seeds, ids, self.exclude)
+        return self.with_seeds([(seed_id, seed)])
 
-    def _rebuilt(
-        self, seeds: Sequence[SeedScope], ids: Sequence[int], exclude: tuple[str, ...]
-    ) -> CrawlScope:
-        return CrawlScope(
-            seeds,
-            exclude,
-            seed_ids=ids,
-            capture_redirects=self._capture,
-            open_fallback=self._fallback_open,
-        )
+    def _copy(self) -> CrawlScope:
+        new = object.__new__(CrawlScope)
+        for name in self.__slots__:
+            setattr(new, name, getattr(self, name))
+        return new
 
     def seed_standing(self, url: str) -> Standing | None:
         """The standing of a seed URL (depth 0), or None if `url` is not a seed."""

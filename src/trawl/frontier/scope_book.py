@@ -58,6 +58,7 @@ class ScopeBook:
         stored = store.seeds()
         self._seeds: list[SeedScope] = [seed for _, seed in stored]
         self._ids: list[int] = [seed_id for seed_id, _ in stored]
+        self._position = {seed_id: n for n, seed_id in enumerate(self._ids)}
         self._runtime_exclude: list[str] = store.exclusions()
         self._pages: dict[int, int] = store.credits()  # URLs queued per seed id
         self._pages_changed: set[int] = set()
@@ -136,7 +137,7 @@ class ScopeBook:
         given = list(seeds)
         if not given:
             return []
-        position = {seed_id: n for n, seed_id in enumerate(self._ids)}
+        position = self._position
         ids: list[int] = []
         rows: list[tuple[int, SeedScope]] = []
         for seed in given:
@@ -154,7 +155,12 @@ class ScopeBook:
             rows.append((seed_id, seed))
         if rows:
             self._store.put_seeds(rows)
-            self.current = self._build()
+            self.current = self.current.with_seeds(rows)
+            for seed_id, seed in rows:
+                if seed.max_pages:
+                    self._caps[seed_id] = seed.max_pages
+                else:
+                    self._caps.pop(seed_id, None)
         return ids
 
     def add_exclusion(self, pattern: str, at: float) -> bool:
@@ -167,7 +173,7 @@ class ScopeBook:
             raise ConfigError(f"pattern: at most {MAX_EXCLUSIONS} run-time excludes")
         self._store.add_exclusion(pattern, at)
         self._runtime_exclude.append(pattern)
-        self.current = self._build()
+        self.current = self.current.with_exclusions(self._excludes())
         return True
 
     def remove_exclusion(self, pattern: str) -> bool:
@@ -176,7 +182,7 @@ class ScopeBook:
             return False
         self._store.remove_exclusion(pattern)
         self._runtime_exclude.remove(pattern)
-        self.current = self._build()
+        self.current = self.current.with_exclusions(self._excludes())
         return True
 
     @staticmethod
@@ -240,11 +246,14 @@ class ScopeBook:
         }
         return CrawlScope(
             self._seeds,
-            (*self._config_exclude, *self._runtime_exclude),
+            self._excludes(),
             seed_ids=self._ids,
             capture_redirects=self._capture,
             open_fallback=self._open_fallback,
         )
+
+    def _excludes(self) -> tuple[str, ...]:
+        return (*self._config_exclude, *self._runtime_exclude)
 
     def __repr__(self) -> str:
         return f"<ScopeBook {self.current!r} runtime_excludes={len(self._runtime_exclude)}>"
