@@ -82,7 +82,8 @@ class Run:
     data: Path
     seed: Key
     returncode: int
-    stderr: str
+    stdout: str  # the summary
+    stderr: str  # the start-up line and progress
     requests: list[RequestLogRecord]
 
     @property
@@ -131,21 +132,24 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
                 command += ["--config", str(config)]
             else:
                 command.append(seed_url)
-            stderr = tmp / name / "crawl.stderr"
-            with stderr.open("wb") as err:
-                proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+            stdout, stderr = tmp / name / "crawl.stdout", tmp / name / "crawl.stderr"
+            with stdout.open("wb") as out_file, stderr.open("wb") as err_file:
+                proc = subprocess.Popen(command, stdout=out_file, stderr=err_file)
             stack.callback(_end, proc)  # a failed start-up leaves no crawl behind
-            started[name] = (web, seed, proc, stderr)
+            started[name] = (web, seed, proc)
         out = {}
-        for name, (web, seed, proc, stderr) in started.items():
+        for name, (web, seed, proc) in started.items():
             try:
                 code = proc.wait(MAX_TIME_S + 60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = proc.wait()
             web.stop()
-            text = stderr.read_text(errors="replace")
-            out[name] = Run(web, tmp / name / "data", seed, code, text, web.requests())
+            stdout, stderr = (
+                (tmp / name / f"crawl.{s}").read_text(errors="replace")
+                for s in ("stdout", "stderr")
+            )
+            out[name] = Run(web, tmp / name / "data", seed, code, stdout, stderr, web.requests())
         yield out
 
 
@@ -254,7 +258,8 @@ def site_of(web: TestWeb, run: Run) -> Site:
 
 def assert_clean(run: Run) -> None:
     """The crawl ended by itself, without error, and politely."""
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:] + run.stdout
+    assert ", URLs left in queue 0\n" in run.stdout  # it ran out of work: no limit hit
     assert check_politeness(run.requests, **run.web.web.politeness_inputs()) == []
 
 
@@ -304,6 +309,7 @@ def test_domain_scope_never_asks_another_domain_and_fetches_its_subdomains(
     assert_fetched_once(run, walk.fetched)
     assert {r.host for r in run.requests if r.path == "/robots.txt"} == walk.hosts
     assert f"blog.{site.domain}" in {host for host, _ in run.page_requests()}
+    assert ", sites 1, " in run.stdout  # the sites it only saw linked cost it nothing
 
 
 # -- 2. prefix ------------------------------------------------------------------------------
@@ -464,6 +470,8 @@ def test_the_skipped_report_matches_what_the_log_shows_was_not_fetched(
         assert sampled == expected, reason  # every skip is kept: far fewer than 10,000
         assert {_key(url) for url in sampled} & requested == set(), reason
     assert all(s["referrer"] for s in skips)  # the page that linked it
+    total = sum(int(str(n)) for n in counts.values())
+    assert f"scope domain x1, 1 excludes; URLs not queued {total} " in run.stdout
     rules = {str(s["rule"]) for s in skips if s["reason"] == "exclude"}
     assert rules == {f"exclude {EXCLUDE}"}
 
