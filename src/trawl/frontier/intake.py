@@ -120,10 +120,6 @@ class Intake:
         scored and queued (most links on a page are already known), known ones re-scored
         when their counts double."""
         router = self._router
-        if router is None:  # in cluster mode the referrer travels with the link
-            for link in links:
-                if link.site != source.site:
-                    self._sites.note_referrer(link.site, source.site)
         scores = self._scores
         counts = scores.count_page_links(source.site, links)
         scope = self._scope.current
@@ -133,6 +129,11 @@ class Intake:
             if decision.standing is None:
                 self._note(link.url, link.url_hash, decision, source.url)
                 continue
+            # Only links in scope credit their site: one linked only out of scope is never
+            # crawled, and would cost a loaded state for the crawl's life. In cluster mode
+            # the referrer travels with the link.
+            if router is None and link.site != source.site:
+                self._sites.note_referrer(link.site, source.site)
             if router is None and not self._seen.add_if_new(link.url_hash):
                 if scores.worth_rescoring(link, source.site, pages, sites) and self.rescore(
                     link.url_hash

@@ -3,6 +3,7 @@
 - `sites.build_web(...) -> TestWeb`: the web, deterministic from a seed, and what a
   correct crawl of it fetches (`expected_fetches`, `expected_robots`). `freshness=True`
   adds live pages, sitemaps, copies and popular pages (`TestWeb.freshness()`).
+  `scope_cases=True` adds the crawl-scope cases (`TestWeb.scope_cases()`).
 - `server` / `python -m trawl.testweb`: one process serving every site on one port,
   writing a JSON-lines request log.
 - `process.TestWebProcess`: that server as a subprocess, for tests.

@@ -38,6 +38,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="give two sites robots.txt groups named like trawl and a cross-site redirect",
     )
     parser.add_argument(
+        "--scope-cases",
+        action="store_true",
+        help="add a cross-site redirect, a www. page and a sitemap to site 3 (needs >= 4 sites)",
+    )
+    parser.add_argument(
         "--exit-with-stdin",
         action="store_true",
         help="stop when stdin closes (the parent that holds its other end has ended)",
@@ -66,6 +71,7 @@ async def _serve(args: argparse.Namespace) -> int:
         hostile=args.hostile,
         freshness=args.freshness,
         robots_cases=args.robots_cases,
+        scope_cases=args.scope_cases,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -86,7 +86,8 @@ class Responder:
     def _page(self, site: Site, page: Page, accepts_gzip: bool) -> Reply:
         if page.kind is PageKind.REDIRECT:
             assert page.redirect_to is not None
-            return self._redirect(page.host, page.redirect_to, page.redirect_status)
+            host = page.redirect_host or page.host
+            return self._redirect(host, page.redirect_to, page.redirect_status)
         if page.kind is PageKind.PDF:
             return _ok(render_pdf(page), "application/pdf", compress=False)
         compress = site.gzip and accepts_gzip

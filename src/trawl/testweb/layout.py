@@ -71,8 +71,9 @@ class Page:
     base_dir: str | None = None  # <base href> directory on the same host
     base_absolute: bool = False  # <base href> written as a full URL
     next_path: str | None = None  # <link rel="next"> (also linked by an <a>)
-    redirect_to: str | None = None  # same-host path
+    redirect_to: str | None = None  # a path on `redirect_host`
     redirect_status: int = 0
+    redirect_host: str | None = None  # None: the page's own host (only scope_cases leave it)
     canonical: tuple[str, str] | None = None  # (host, path) of <link rel="canonical">
     topic: tuple[str, ...] = ()  # words only this page's text uses (see text.topic_words)
 

@@ -35,7 +35,8 @@ class TestWebProcess:
     directory that `__exit__` removes. `hostile=True` adds the hostile sites
     (`TestWeb.hostile_sites()`), `freshness=True` the freshness features
     (`TestWeb.freshness()`; needs `sites >= 12`), `robots_cases=True` the issue 13
-    robots.txt files (`TestWeb.robots_cases()`; needs `sites >= 12`).
+    robots.txt files (`TestWeb.robots_cases()`; needs `sites >= 12`), `scope_cases=True`
+    the crawl-scope cases (`TestWeb.scope_cases()`; needs `sites >= 4`).
     """
 
     __test__: ClassVar[bool] = False  # not a pytest test class
@@ -52,11 +53,13 @@ class TestWebProcess:
         hostile: bool = False,
         freshness: bool = False,
         robots_cases: bool = False,
+        scope_cases: bool = False,
     ) -> None:
         self._args = (sites, pages, seed)
         self._hostile = hostile
         self._freshness = freshness
         self._robots_cases = robots_cases
+        self._scope_cases = scope_cases
         self._own_dir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="trawl-testweb-")) if workdir is None else workdir
@@ -70,7 +73,13 @@ class TestWebProcess:
         self.port = 0
         self.seeds: list[str] = []
         self.web: TestWeb = build_web(
-            sites, pages, seed, hostile=hostile, freshness=freshness, robots_cases=robots_cases
+            sites,
+            pages,
+            seed,
+            hostile=hostile,
+            freshness=freshness,
+            robots_cases=robots_cases,
+            scope_cases=scope_cases,
         )
 
     def __repr__(self) -> str:
@@ -91,6 +100,8 @@ class TestWebProcess:
             command.append("--freshness")
         if self._robots_cases:
             command.append("--robots-cases")
+        if self._scope_cases:
+            command.append("--scope-cases")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
             # stdin: a pipe only this process holds, so the web ends with it however it ends.

@@ -30,6 +30,7 @@ from trawl.testweb.hostile import HostileKind, HostileSite, build_hostile_sites
 from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, Site
 from trawl.testweb.politeness import PolitenessInputs
 from trawl.testweb.robots_variants import RobotsVariant, effective_rules
+from trawl.testweb.scope_cases import ScopeCases, add_scope_cases
 from trawl.testweb.site_builder import build_sites
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "PageKind",
     "Place",
     "RobotsVariant",
+    "ScopeCases",
     "Site",
     "TestWeb",
     "build_web",
@@ -66,6 +68,8 @@ class TestWeb:
     hostile: tuple[HostileSite, ...] = ()
     # The freshness features (`build_web(freshness=True)`), see `freshness()`.
     freshness_spec: Freshness | None = None
+    # The crawl-scope cases (`build_web(scope_cases=True)`), see `scope_cases()`.
+    scope_cases_spec: ScopeCases | None = None
 
     def site_of(self, host: str) -> Site | None:
         return self.by_host.get(host.lower())
@@ -123,6 +127,35 @@ class TestWeb:
         if self.freshness_spec is None:
             raise ValueError("this test web was built without freshness=True")
         return self.freshness_spec
+
+    def scope_cases(self) -> ScopeCases:
+        """Which URLs play which scope part; raises ValueError unless built with it."""
+        if self.scope_cases_spec is None:
+            raise ValueError("this test web was built without scope_cases=True")
+        return self.scope_cases_spec
+
+    def followed_targets(self, host: str, path: str) -> list[tuple[str, str]]:
+        """(host, path) of the links a crawler follows from this URL once fetched: a
+        redirect's target, an HTML page's links unless it is `nofollow`; none for a PDF,
+        a 404 or a host outside this web. For tests that walk the link graph themselves
+        (a scoped crawl's expectation)."""
+        site = self.by_host.get(host)
+        return [] if site is None else _followed_targets(site.pages.get((host, path)))
+
+    def sitemap_targets(self, host: str) -> list[tuple[str, str]]:
+        """Same-site entries of the sitemaps a crawler reads when it meets `host`."""
+        site = self.by_host.get(host)
+        return [] if site is None else _sitemap_targets(site, host)
+
+    def is_allowed(
+        self, host: str, path: str, port: int, agent_token: str = DEFAULT_AGENT_TOKEN
+    ) -> bool:
+        """May a correct crawler fetch `path` on `host` (its site's robots rules)?"""
+        site = self.by_host.get(host)
+        if site is None:
+            return False
+        rules = RobotsTxt.parse(self.robots_rules(site))
+        return rules.is_allowed(f"http://{host}:{port}{path}", agent_token)
 
     def expected_robots(self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN) -> set[str]:
         """Hostnames whose /robots.txt a correct crawl requests (every discovered host)."""
@@ -200,7 +233,7 @@ def _followed_targets(page: Page | None) -> list[tuple[str, str]]:
         return []
     if page.kind is PageKind.REDIRECT:
         assert page.redirect_to is not None
-        return [(page.host, page.redirect_to)]
+        return [(page.redirect_host or page.host, page.redirect_to)]
     if page.nofollow:
         return []
     return [(link.host, link.path) for link in page.links]
@@ -232,6 +265,7 @@ def build_web(
     hostile: bool = False,
     freshness: bool = False,
     robots_cases: bool = False,
+    scope_cases: bool = False,
 ) -> TestWeb:
     """Build a test web of `n_sites` sites of about `pages_per_site` pages each.
 
@@ -242,13 +276,21 @@ def build_web(
     it needs `n_sites >= 12` and changes the text of every page (ValueError if too small).
     `robots_cases` (needs `n_sites >= 12`) gives two sites the issue 13 robots.txt files:
     groups named like trawl but not `trawl`, and a redirect to another site's robots.txt
-    (see `TestWeb.robots_cases`). Pure: the same arguments give the same web.
+    (see `TestWeb.robots_cases`). `scope_cases` (needs `n_sites >= 4`, not with
+    `freshness`) adds a cross-site redirect, a www. page and a sitemap to site 3 for the
+    crawl-scope tests (see `scope_cases.py`, `TestWeb.scope_cases`). Pure: the same
+    arguments give the same web.
     """
     if n_sites < 1 or pages_per_site < 1:
         raise ValueError(f"need >= 1 site and page, got {n_sites=} {pages_per_site=}")
     sites = build_sites(n_sites, pages_per_site, random.Random(seed))
     if robots_cases:
         sites = _with_robots_cases(sites)
+    cases: ScopeCases | None = None
+    if scope_cases:
+        if freshness:
+            raise ValueError("scope_cases and freshness both add sitemaps: pick one")
+        sites, cases = add_scope_cases(sites)
     by_host = {host: site for site in sites for host in site.hosts}
     ranked = sorted(sites, key=lambda s: (-s.weight, s.index))
     by_domain = {s.domain: s for s in sites}
@@ -260,7 +302,7 @@ def build_web(
         sites = [_link_hostile(s, hostile_sites) if s.domain == seeds[0] else s for s in sites]
         by_host = {host: site for site in sites for host in site.hosts}
     if not freshness:
-        return TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+        return TestWeb(tuple(sites), seeds, by_host, hostile_sites, scope_cases_spec=cases)
     base = TestWeb(tuple(sites), seeds, by_host, hostile_sites)
     reached = {host for host, path in base.expected_fetches(80) if path == "/"}
     # Its own generator, so the base web is the same with and without the features.
