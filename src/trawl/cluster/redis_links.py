@@ -194,6 +194,19 @@ class RedisLinks:
         with unavailable_as_trawl_error(f"send control to partition {partition}"):
             return str(await self._client.xadd(self._keys.links(partition), {CONTROL_FIELD: text}))
 
+    async def send_control_all(self, partitions: Iterable[int], control: Mapping[str, Any]) -> int:
+        """`send_control` to each of `partitions` (a change every owner must apply), in one
+        pipeline; how many entries were sent."""
+        text = json.dumps(control, separators=(",", ":"))
+        pipe = self._client.pipeline(transaction=False)
+        sent = 0
+        for partition in partitions:
+            pipe.xadd(self._keys.links(partition), {CONTROL_FIELD: text})
+            sent += 1
+        with unavailable_as_trawl_error(f"send control to {sent} partitions"):
+            await pipe.execute()
+        return sent
+
     async def read_links(self, partition: int, after_id: str, count: int) -> list[LinkBatch]:
         """Up to `count` entries after `after_id` (START for all), oldest first."""
         return (await self.read_many({partition: after_id}, count))[partition]
