@@ -45,7 +45,8 @@ class ScopeChange:
 
     def __post_init__(self) -> None:
         if (self.op is ScopeOp.SEED) != (self.seed is not None):
-            raise ValueError(f"a {self.op} change needs {'a seed' if self.seed else 'no seed'}")
+            wants = "needs a seed" if self.seed is None else "takes no seed"
+            raise ValueError(f"a {self.op} change {wants}")
         if self.op is not ScopeOp.SEED and not self.pattern:
             raise ValueError(f"a {self.op} change needs a pattern")
         if self.seq < 0:
