@@ -165,7 +165,7 @@ class SharedStores:
     send_limits: Callable[[str, dict[str, Any] | None], Awaitable[object]]  # crawl loop
     cluster_metrics: Callable[[], Iterable[Metric]]  # the cluster's status, for /metrics
     # A run-time scope change this node applied, for every other node (crawl loop):
-    # {"op": "exclude" | "include_again", "pattern": p}.
+    # {"op": "exclude" | "include_again", "pattern": p} or {"op": "seed", "scope": {...}}.
     send_scope: Callable[[dict[str, Any]], Awaitable[object]] | None = None
 
 

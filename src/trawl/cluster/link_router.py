@@ -50,7 +50,7 @@ class LinkBuffers:
         self.routed += 1
         link = RoutedLink(
             item.url, item.url_hash, item.site, item.depth, item.score, must_crawl, referrer,
-            int(item.line), int(item.kind), item.score_parts, item.redirects,
+            int(item.line), int(item.kind), item.score_parts, item.redirects, item.standing,
         )  # fmt: skip
         self._buffers[partition_of(item.site, self._partitions)].append(link)
 

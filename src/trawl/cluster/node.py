@@ -22,6 +22,8 @@ How this works:
   from this checkpoint and never fetches while we do.
 - Every `checkpoint_interval_s` each changed partition is checkpointed, and its stream
   trimmed up to the position the checkpoint covers.
+- Control entries on a stream are an operator's instructions: a site's limits, applied
+  here, or a scope change, applied by `ClusterScope` (cluster_scope.py, issue 16).
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ from typing import TYPE_CHECKING, Protocol
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.partition_checkpoint import PartitionCheckpoint, QueuedRow, decode
 from trawl.cluster.redis_coord import CoordinatorUnavailable
-from trawl.cluster.redis_links import START, RoutedLink
+from trawl.cluster.redis_links import START, LinkBatch, RoutedLink
+from trawl.cluster.scope_changes import ScopeOp
 from trawl.errors import DataError
+from trawl.frontier.scope import Standing
 from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 
 if TYPE_CHECKING:
     from trawl.cluster.cluster_records import CommitPublisher
+    from trawl.cluster.cluster_scope import ClusterScope
     from trawl.cluster.partition_table import NodeStats, PartitionTable
     from trawl.cluster.redis_links import RedisLinks
     from trawl.loop.context import CrawlContext
@@ -81,6 +86,7 @@ class ClusterNode:
         links: RedisLinks,
         blobs: BlobStore,
         seen: PartitionedSeen,
+        scope: ClusterScope,
         checkpoint_interval_s: float,
     ) -> None:
         self.ctx = ctx
@@ -90,6 +96,7 @@ class ClusterNode:
         self.links = links
         self.blobs = blobs
         self.seen = seen
+        self.scope = scope
         self.checkpoint_interval_s = checkpoint_interval_s
 
     def __repr__(self) -> str:
@@ -108,6 +115,8 @@ class ClusterNode:
             # running ones end, then rebuild from the shared state like any new owner.
             await self._wait_turns_done(partition)
             self._forget(partition)
+        # A scope change its checkpoint covers is off the stream now: read the record.
+        await self.scope.sync_or_retry_later()
         checkpoint = await self._latest_checkpoint(partition)
         since = 0.0
         rows: tuple[QueuedRow, ...] = ()
@@ -282,6 +291,8 @@ class ClusterNode:
         if not snapshot.positions:
             return 0
         batches = await self.links.read_many(snapshot.positions, READ_ENTRIES)
+        if self._names_unknown_seed(batches):  # given at another node's start: learn its scope
+            await self.scope.sync_or_retry_later()
         read = 0
         for partition, entries in batches.items():
             if not entries or not self.table.is_current(snapshot, partition):
@@ -296,9 +307,20 @@ class ClusterNode:
         self.table.note_consumed(read)
         return read
 
+    def _names_unknown_seed(self, batches: dict[int, list[LinkBatch]]) -> bool:
+        return any(
+            link.must_crawl and link.standing
+            and not self.scope.knows_seed(Standing.unpack(link.standing).seed)
+            for entries in batches.values() for entry in entries for link in entry.links
+        )  # fmt: skip
+
     def _apply(self, control: dict[str, object], entry_id: str) -> None:
         """An operator's instruction sent through the stream (`limits`: a site's override,
-        null to remove it), applied as the embedded API applies it: at once, durably."""
+        null to remove it; a scope change), applied as the embedded API applies it: at
+        once, durably."""
+        if control.get("op") in tuple(ScopeOp):
+            self.scope.apply(control, f"link stream entry {entry_id}")
+            return
         site = control.get("site")
         if control.get("op") != "limits" or not isinstance(site, str):
             log.warning("link stream entry %s: unknown control %r skipped", entry_id, control)

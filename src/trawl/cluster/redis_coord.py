@@ -117,6 +117,15 @@ class ClusterKeys:
     def links(self, partition: int) -> str:
         return f"trawl:{{{self.cluster}:p{partition}}}:links"  # stream of link batches
 
+    def scope_changes(self) -> str:
+        return f"trawl:{{{self.cluster}}}:scope"  # hash: changed thing → its latest change
+
+    def scope_order(self) -> str:
+        return f"trawl:{{{self.cluster}}}:scope-order"  # sorted set: changed thing → seq
+
+    def scope_seq(self) -> str:
+        return f"trawl:{{{self.cluster}}}:scope-seq"  # counter of scope changes, never reset
+
 
 class LuaScript:
     """A Lua script run by its SHA1, sent whole only to a node that doesn't have it yet."""

@@ -4,9 +4,10 @@ How this works:
 - One stream per partition, `trawl:{<cluster>:p<N>}:links`. A parser that finds links for
   partitions owned elsewhere sends each partition a batch of a few hundred as ONE `XADD`
   entry (field `v1`: a compact JSON list of [url, urlHash, site, depth, score] rows, with
-  [mustCrawl, referrer] appended when either is set), and sends to many partitions in one
-  pipeline. One entry per link costs a stream entry and a
-  command per URL; bench/link_routing.py measures the difference.
+  [mustCrawl, referrer, line, kind, parts] appended when any is set, then `redirects` (issue
+  13) and `standing` (issue 16) when set: each appended after the others, so entries written
+  before still decode), and sends to many partitions in one pipeline. One entry per link
+  costs a stream entry and a command per URL; bench/link_routing.py measures the difference.
 - The owner reads with `XRANGE` after the last entry id it has queued (no consumer groups:
   the position lives in the owner's checkpoint, so a new owner resumes from the old owner's
   checkpoint). Reading many partitions is a pipeline of per-partition reads, since one
@@ -75,12 +76,13 @@ class RoutedLink:
     kind: int = 0  # UrlKind.PAGE
     parts: str = ""
     redirects: int = 0  # redirect hops that led to this URL (CrawlUrl.redirects)
+    standing: int = 0  # frontier.scope.Standing packed (CrawlUrl.standing): its seed, hops
 
     def item(self, discovered_at: float) -> CrawlUrl:
         """The URL as the finder queued it (a seed's line and score are set on arrival)."""
         return CrawlUrl(
             self.url, self.url_hash, self.site, self.depth, Line(self.line), discovered_at,
-            UrlKind(self.kind), self.score, self.parts, self.redirects,
+            UrlKind(self.kind), self.score, self.parts, self.redirects, self.standing,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -112,21 +114,25 @@ def encode_batch(links: Sequence[RoutedLink]) -> str:
     rows: list[list[object]] = []
     for x in links:
         row: list[object] = [x.url, x.url_hash, x.site, x.depth, x.score]
-        if x.must_crawl or x.referrer or x.line or x.kind or x.parts or x.redirects:
+        if x.must_crawl or x.referrer or x.line or x.kind or x.parts or x.redirects or x.standing:
             row += [int(x.must_crawl), x.referrer, x.line, x.kind, x.parts]
-        if x.redirects:  # after the others: entries without it still decode (issue 13)
+        if x.redirects or x.standing:  # after the others: older entries still decode (issue 13)
             row.append(x.redirects)
+        if x.standing:  # issue 16
+            row.append(x.standing)
         rows.append(row)
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def _decode_row(row: list[Any]) -> RoutedLink:
     url, h, site, depth, score, *rest = row  # JSON values: checked by the conversions
-    must_crawl, referrer, line, kind, parts, *hops = rest if rest else (0, "", 0, 0, "")
+    must_crawl, referrer, line, kind, parts, *later = rest if rest else (0, "", 0, 0, "")
+    redirects = later[0] if later else 0
+    standing = later[1] if len(later) > 1 else 0
     return RoutedLink(
         str(url), str(h), str(site), int(depth), float(score),
         bool(must_crawl), str(referrer), int(line), int(kind), str(parts),
-        int(hops[0]) if hops else 0,
+        int(redirects), int(standing),
     )  # fmt: skip
 
 
@@ -187,6 +193,19 @@ class RedisLinks:
         text = json.dumps(control, separators=(",", ":"))
         with unavailable_as_trawl_error(f"send control to partition {partition}"):
             return str(await self._client.xadd(self._keys.links(partition), {CONTROL_FIELD: text}))
+
+    async def send_control_all(self, partitions: Iterable[int], control: Mapping[str, Any]) -> int:
+        """`send_control` to each of `partitions` (a change every owner must apply), in one
+        pipeline; how many entries were sent."""
+        text = json.dumps(control, separators=(",", ":"))
+        pipe = self._client.pipeline(transaction=False)
+        sent = 0
+        for partition in partitions:
+            pipe.xadd(self._keys.links(partition), {CONTROL_FIELD: text})
+            sent += 1
+        with unavailable_as_trawl_error(f"send control to {sent} partitions"):
+            await pipe.execute()
+        return sent
 
     async def read_links(self, partition: int, after_id: str, count: int) -> list[LinkBatch]:
         """Up to `count` entries after `after_id` (START for all), oldest first."""

@@ -24,6 +24,7 @@ from trawl.api.crawl_view import SharedStores
 from trawl.api.serve import serve_api
 from trawl.clock import SystemClock
 from trawl.cluster.cluster_records import ClusterRecords, CommitPublisher
+from trawl.cluster.cluster_scope import ClusterScope
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import ClusterNode
 from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
@@ -35,6 +36,7 @@ from trawl.cluster.redis_ip_gate import RedisIpGate
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
 from trawl.cluster.redis_members import RedisMembers
+from trawl.cluster.redis_scope import RedisScope
 from trawl.cluster.status_metrics import StatusCache, status_metrics
 from trawl.errors import DataError
 from trawl.loop.crawler import Crawler
@@ -166,11 +168,19 @@ async def _run(
         settings, work_dir, clock,
         conn=local, records=records, warc=warc, seen=seen, placement=placement,
     )  # fmt: skip
+    scope = ClusterScope(ctx=ctx, record=RedisScope(client, keys), links=links, partitions=n)
     node = ClusterNode(
         ctx=ctx, table=table, leases=shell, publisher=publisher, links=links, blobs=blobs,
-        seen=seen, checkpoint_interval_s=settings.node.checkpoint_interval_s,
+        seen=seen, scope=scope, checkpoint_interval_s=settings.node.checkpoint_interval_s,
     )  # fmt: skip
-    add_seeds(ctx, seed_scopes(settings, seeds, ctx.rules))  # routed: sent with the first publish
+    # The cluster's scope changes so far (a late joiner's exclusions), then the seeds, as
+    # the cluster has them; they are routed, sent with the first publish.
+    start_seeds = await scope.join(seed_scopes(settings, seeds, ctx.rules))
+    add_seeds(ctx, start_seeds)
+    out.write(
+        f"trawl: node {node_id} of cluster {cluster.name!r}, {len(start_seeds)} seeds given"
+        f" here, {len(ctx.scope.seeds)} in the cluster; {ctx.scope.summary()}\n"
+    )
     status = StatusCache(cluster)
     shared = SharedStores(
         open_records=lambda: PostgresRecords(open_postgres(cluster.postgres_dsn)),
@@ -179,6 +189,7 @@ async def _run(
             partition_of(site, n), {"op": "limits", "site": site, "override": override}
         ),
         cluster_metrics=lambda: status_metrics(status.latest) if status.latest else iter(()),
+        send_scope=scope.send,
     )
     serve = None
     if api is not None:
@@ -240,6 +251,7 @@ async def _crawl(
             ownership = tasks.create_task(shell.run(node))
             tasks.create_task(node.consume())
             tasks.create_task(node.checkpoint_loop())
+            tasks.create_task(node.scope.sync_loop())
             progress = tasks.create_task(report_progress(ctx, out, is_tty=False))
             if serve is not None:
                 tasks.create_task(serve)  # returns once the crawl is stopping
