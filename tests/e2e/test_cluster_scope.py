@@ -2,24 +2,24 @@
 the URLs it matches out of their queues, and a node that joins later gets it.
 
 Real Redis, PostgreSQL and S3 servers and `trawl node` processes, as test_cluster_crawl.py
-starts them; the test web's request log is the judge. The change is sent the way a node's
-API sends it (`SharedStores.send_scope`, which is `ClusterScope.send`): recorded in Redis,
-then a control entry on every partition's stream. The API route itself is the API branch's.
+starts them; the test web's request log is the judge. The exclusion goes through one node's
+API (`POST /v1/scope/exclusions`), which applies it there and sends it on
+(`SharedStores.send_scope`, which is `ClusterScope.send`): recorded in Redis, then a control
+entry on every partition's stream.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import time
 from typing import TYPE_CHECKING
 
-from tests.e2e.cluster_support import Cluster, running_cluster
+from tests.e2e.cluster_support import running_cluster
+from tests.e2e.serve_support import TOKEN, free_port, get_json, send_json
 from tests.e2e.test_cluster_crawl import PARTITIONS, fetched_pages, owners, wait_owned_by
 from tests.servers.redis import run_with_client
 
-from trawl.cluster.cluster_scope import ClusterScope
 from trawl.cluster.partitions import partition_of
-from trawl.cluster.redis_coord import ClusterKeys, connect
 from trawl.cluster.redis_links import START, RedisLinks
 from trawl.cluster.redis_scope import RedisScope
 from trawl.cluster.scope_changes import ScopeChange, ScopeOp
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tests.servers.redis import RedisServer
     from tests.servers.s3 import S3Server
 
-    from trawl.cluster.redis_coord import RedisClient
+    from trawl.cluster.redis_coord import ClusterKeys, RedisClient
 
 EXCLUDED = "/articles/"
 PROPAGATION_S = 2.0  # allowed after the answer: a fetch already under way may still end
@@ -46,26 +46,6 @@ def quiet_for(web: TestWebProcess, seconds: float) -> bool:
     return bool(requests) and time.time() - max(r.t_start for r in requests) >= seconds
 
 
-def send_scope(cluster: Cluster, redis: RedisServer, change: dict[str, object]) -> int:
-    """What a node's API does after applying a change itself: `send_scope(change)`."""
-
-    async def send() -> int:
-        client = await connect(redis.url)
-        try:
-            keys = ClusterKeys(cluster.file.read_text().split('name = "')[1].split('"')[0])
-            sender = ClusterScope(
-                ctx=None,
-                record=RedisScope(client, keys),
-                links=RedisLinks(client, keys),
-                partitions=PARTITIONS,
-            )  # fmt: skip  (send() touches no crawl state)
-            return await sender.send(change)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(send())
-
-
 def test_issue_16_an_exclusion_reaches_every_owner_and_a_late_joiner(
     tmp_path: Path, redis_single: RedisServer, s3_server: S3Server, postgres_dsn: str
 ) -> None:
@@ -75,17 +55,28 @@ def test_issue_16_an_exclusion_reaches_every_owner_and_a_late_joiner(
     ):
         expected = web.web.expected_fetches(web.port)
         excluded = {(host, path) for host, path in expected if path.startswith(EXCLUDED)}
+        (tmp_path / "token").write_text(TOKEN + "\n")
+        api = {node: free_port() for node in ("n2", "n4")}
+
+        def listening(node: str) -> tuple[str, ...]:
+            return ("--listen", f"127.0.0.1:{api[node]}", "--token-file", str(tmp_path / "token"))
+
         cluster.start_node("n1", *web.seeds)
-        cluster.start_node("n2")
+        cluster.start_node("n2", extra=listening("n2"))
         cluster.start_node("n3")
         wait_owned_by(cluster, redis_single, ["n1", "n2", "n3"], 30)
         some = lambda: len(set(fetched_pages(web)) & excluded) >= 6  # noqa: E731
         cluster.wait_for("some article pages", some, 60)
 
         sent_at = time.time()
-        seq = send_scope(cluster, redis_single, {"op": "exclude", "pattern": EXCLUDED})
+        status, answer = send_json(
+            f"http://127.0.0.1:{api['n2']}",
+            "/v1/scope/exclusions",
+            json.dumps({"pattern": EXCLUDED}).encode(),
+        )
         answered_at = time.time()
-        print(f"exclusion {EXCLUDED!r} recorded as change {seq} in {answered_at - sent_at:.3f} s")
+        assert status == 201, answer
+        print(f"exclusion {EXCLUDED!r} answered {answer} in {answered_at - sent_at:.3f} s")
         owner_of = owners(cluster, redis_single)
         before = set(fetched_pages(web))
         waiting = excluded - before
@@ -108,10 +99,12 @@ def test_issue_16_an_exclusion_reaches_every_owner_and_a_late_joiner(
         assert len(fetched_pages(web)) > len(before), "the crawl went on"
 
         # A node that joins later has it from the record (its streams may be trimmed).
-        cluster.start_node("n4")
+        cluster.start_node("n4", extra=listening("n4"))
         wait_owned_by(cluster, redis_single, ["n1", "n2", "n3", "n4"], 30)
         start_line = cluster.log_of("n4").split("trawl: node n4", 1)[1].splitlines()[0]
-        assert start_line.endswith("; scope any x5, 1 excludes"), start_line
+        assert start_line.endswith("; scope any x5, 1 exclude"), start_line
+        scope = get_json(f"http://127.0.0.1:{api['n4']}", "/v1/scope")
+        assert scope["exclusions"] == [EXCLUDED], scope
         codes = cluster.stop_all()
         assert codes == {"n1": 0, "n2": 0, "n3": 0, "n4": 0}, {
             n: cluster.log_of(n)[-2000:] for n in codes

@@ -176,7 +176,7 @@ def test_issue_16_skipped_panel_and_scope(loaded: LoadedDashboard) -> None:
     assert loaded.page["skipped"] >= 1
     assert loaded.page["skipReasons"] >= 1
     assert loaded.page["scope"].startswith("scope any x")
-    assert loaded.page["scope"].endswith(", 1 excludes")
+    assert loaded.page["scope"].endswith(", 1 exclude")
 
 
 def test_the_page_asks_nothing_of_any_host_but_trawl(loaded: LoadedDashboard) -> None:

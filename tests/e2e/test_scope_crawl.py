@@ -471,7 +471,7 @@ def test_the_skipped_report_matches_what_the_log_shows_was_not_fetched(
         assert {_key(url) for url in sampled} & requested == set(), reason
     assert all(s["referrer"] for s in skips)  # the page that linked it
     total = sum(int(str(n)) for n in counts.values())
-    assert f"scope domain x1, 1 excludes; URLs not queued {total} " in run.stdout
+    assert f"scope domain x1, 1 exclude; URLs not queued {total} " in run.stdout
     rules = {str(s["rule"]) for s in skips if s["reason"] == "exclude"}
     assert rules == {f"exclude {EXCLUDE}"}
 

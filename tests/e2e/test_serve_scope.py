@@ -74,7 +74,7 @@ def test_scope_shows_the_command_line_scope(crawl: Crawl) -> None:
     assert scope["open"] is False
     assert {s["url"] for s in scope["seeds"]} == set(served.web.seeds)
     assert {s["type"] for s in scope["seeds"]} == {"domain"}
-    assert scope["summary"] == f"scope domain x{len(served.web.seeds)}, 1 excludes"
+    assert scope["summary"] == f"scope domain x{len(served.web.seeds)}, 1 exclude"
     assert get_json(served.base, "/v1/stats")["scope"] == scope["summary"]
 
 

@@ -31,12 +31,19 @@ class MemoryScopeStore:
     def __init__(self) -> None:
         self.rows: dict[int, SeedScope] = {}
         self.excludes: list[str] = []
+        self.pages: dict[int, int] = {}
 
     def seeds(self) -> list[tuple[int, SeedScope]]:
         return list(self.rows.items())
 
     def put_seeds(self, seeds: list[tuple[int, SeedScope]]) -> None:
         self.rows.update(seeds)
+
+    def credits(self) -> dict[int, int]:
+        return dict(self.pages)
+
+    def put_credits(self, pages: dict[int, int]) -> None:
+        self.pages.update(pages)
 
     def exclusions(self) -> list[str]:
         return list(self.excludes)
@@ -266,6 +273,22 @@ def test_a_seed_added_at_run_time_reaches_the_other_nodes() -> None:
     under = there.scope.current.decide("http://a.test/docs/b", Standing(seed_id))
     outside = there.scope.current.decide("http://a.test/blog/", Standing(seed_id))
     assert (under.queue, outside.queue) == (True, False), "decided with the seed's own scope"
+
+
+def test_api_seeds_are_recorded_not_streamed_and_learnt_by_sync() -> None:
+    record, streams = MemoryRecord(), MemoryStreams()
+    here, there = Node([]), Node([])
+    sender = cluster_scope(here, record, streams, partitions=2)
+    receiver = cluster_scope(there, record, streams, partitions=2)
+    other = SeedScope("http://b.test/", ScopeType.DOMAIN, max_pages=5)
+    here.scope.add_seeds([DOCS, other])
+    seq = asyncio.run(sender.send({"op": "seeds", "scopes": [DOCS.to_json(), other.to_json()]}))
+    assert seq == 2
+    assert streams.entries == {}, "recorded only: no stream entries"
+    assert asyncio.run(receiver.sync()) == 2
+    assert there.scope.seeds == (DOCS, other)
+    with pytest.raises(DataError):
+        asyncio.run(sender.send({"op": "seeds", "scopes": "http://c.test/"}))
 
 
 def test_a_late_joiner_gets_every_change_and_the_clusters_seed_scopes() -> None:

@@ -415,3 +415,17 @@ def test_a_change_to_a_big_scope_is_quick() -> None:
     elapsed = time.perf_counter() - started
     assert scope.check("https://new.test/x").seed == "https://new.test/"
     assert elapsed < 0.1, elapsed  # a full build of 20,000 seeds takes ~0.5 s
+
+
+def test_may_hold_tells_sites_no_seed_can_reach() -> None:
+    tied = CrawlScope(
+        [SeedScope(SEED, ScopeType.PREFIX), SeedScope("https://b.test/", ScopeType.DOMAIN)]
+    )
+    assert tied.may_hold("example.org")
+    assert tied.may_hold("b.test")
+    assert not tied.may_hold("elsewhere.test")
+    assert tied.with_seed(SeedScope("https://c.test/x", ScopeType.PAGE), 5).may_hold("c.test")
+    assert CrawlScope([SeedScope(SEED, ScopeType.HOST, include=("/x",))]).may_hold("any.test")
+    assert CrawlScope([SeedScope(SEED)]).may_hold("any.test")  # `any`
+    assert CrawlScope([]).may_hold("any.test")
+    assert not CrawlScope([], open_fallback=False).may_hold("any.test")

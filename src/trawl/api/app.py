@@ -23,7 +23,7 @@ from trawl import __version__
 from trawl.api.crawl_view import LIMITS_WAIT_S
 from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
-from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of
+from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of, share_or_503
 from trawl.errors import DataError, InvalidUrl
 from trawl.politeness.site_limits import checked_limits
 from trawl.politeness.site_state import SiteState
@@ -262,14 +262,10 @@ def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:
 def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
     ctx = view.ctx
 
-    def add_and_commit(request: SeedRequest, scope: SeedScope | None) -> SeedResponse:
+    def add_and_commit(request: SeedRequest, scope: SeedScope | None) -> AddedSeeds:
         added = add_api_seeds(ctx, request.urls, request.priority, scope)  # on the crawl loop
         ctx.durability.commit()
-        return SeedResponse(
-            queued=added.queued,
-            known=added.known,
-            rejected=[Rejected(url=u, reason=r) for u, r in added.rejected],
-        )
+        return added
 
     @app.post(
         "/v1/seeds",
@@ -279,7 +275,15 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
     async def post_seeds(request: SeedRequest) -> SeedResponse:
         # Checked here, off the crawl loop: a bad scope is a 422 before the crawl is asked.
         scope = None if request.scope is None else seed_scope_of(view, request.scope)
-        return await view.on_crawl(lambda: add_and_commit(request, scope))
+        added = await view.on_crawl(lambda: add_and_commit(request, scope))
+        if added.seeds and view.shares_scope:  # every node must know the seeds' scopes
+            scopes = [seed.to_json() for seed in added.seeds]
+            await share_or_503(view, {"op": "seeds", "scopes": scopes})
+        return SeedResponse(
+            queued=added.queued,
+            known=added.known,
+            rejected=[Rejected(url=u, reason=r) for u, r in added.rejected],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +291,7 @@ class AddedSeeds:
     queued: int  # new URLs
     known: int  # already crawled (a refetch now would repeat what is stored) or queued
     rejected: list[tuple[str, str]]  # (raw URL, reason)
+    seeds: list[SeedScope]  # the accepted seeds' scopes, in force now
 
 
 def add_api_seeds(
@@ -314,10 +319,11 @@ def add_api_seeds(
             continue
         accepted.append((url, site))
     # One call: each call rebuilds the compiled scope, so seed by seed would be quadratic.
-    ids = ctx.scope.add_seeds(
+    seeds = [
         ctx.scope.default_seed(url) if scope is None else dataclasses.replace(scope, url=url)
         for url, _ in accepted
-    )
+    ]
+    ids = ctx.scope.add_seeds(seeds)
     queued = known = 0
     low = priority == "low"
     for (url, site), seed_id in zip(accepted, ids, strict=True):
@@ -329,4 +335,4 @@ def add_api_seeds(
             queued += 1
         else:
             known += 1
-    return AddedSeeds(queued, known, rejected)
+    return AddedSeeds(queued, known, rejected, seeds)

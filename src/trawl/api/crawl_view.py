@@ -165,7 +165,8 @@ class SharedStores:
     send_limits: Callable[[str, dict[str, Any] | None], Awaitable[object]]  # crawl loop
     cluster_metrics: Callable[[], Iterable[Metric]]  # the cluster's status, for /metrics
     # A run-time scope change this node applied, for every other node (crawl loop):
-    # {"op": "exclude" | "include_again", "pattern": p} or {"op": "seed", "scope": {...}}.
+    # {"op": "exclude" | "include_again", "pattern": p}, {"op": "seed", "scope": {...}} or
+    # {"op": "seeds", "scopes": [...]} (API seeds: recorded, learnt by every node's sync).
     send_scope: Callable[[dict[str, Any]], Awaitable[object]] | None = None
 
 
@@ -248,12 +249,15 @@ class CrawlView:
             await asyncio.sleep(0.1)
         return None
 
-    async def share_scope_change(self, op: str, pattern: str) -> None:
+    @property
+    def shares_scope(self) -> bool:
+        return self.shared is not None and self.shared.send_scope is not None
+
+    async def share_scope_change(self, change: dict[str, Any]) -> None:
         """Cluster mode: hand a scope change this node applied to the other nodes (a
-        single machine has none: nothing to do)."""
+        single machine has none: nothing to do). Raises what the coordinator raised."""
         send = self.shared.send_scope if self.shared is not None else None
         if send is not None:
-            change = {"op": op, "pattern": pattern}
             await self.on_crawl_async(lambda: send(change))
 
     async def on_crawl(self, call: Callable[[], T]) -> T:

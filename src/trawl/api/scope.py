@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from trawl.errors import ConfigError, InvalidUrl
+from trawl.errors import ConfigError, InvalidUrl, TrawlError
 from trawl.frontier.scope import MAX_DEPTH_LIMIT, MAX_EXTRA_HOPS, ScopeType, SeedScope
 from trawl.frontier.skips import DEFAULT_SAMPLE_SIZE
 from trawl.urls.normalise import normalise_url
@@ -145,7 +145,7 @@ def _add_exclusion_routes(
         if dropped is None:
             response.status_code = 200
             return ExclusionAnswer(pattern=pattern, dropped=0, already=True)
-        await view.share_scope_change("exclude", pattern)
+        await share_or_503(view, {"op": "exclude", "pattern": pattern})
         return ExclusionAnswer(pattern=pattern, dropped=dropped, already=False)
 
     @router.delete(
@@ -168,5 +168,16 @@ def _add_exclusion_routes(
             )
         if not removed:
             raise HTTPException(404, f"no run-time exclude is {pattern!r}")
-        await view.share_scope_change("include_again", pattern)
+        await share_or_503(view, {"op": "include_again", "pattern": pattern})
         return {"pattern": pattern, "removed": True}
+
+
+async def share_or_503(view: CrawlView, change: dict[str, Any]) -> None:
+    """Hand a change applied here to the cluster; 503 when the coordinator can't be told
+    (the change holds on this node only: sending it again is harmless)."""
+    try:
+        await view.share_scope_change(change)
+    except (TrawlError, OSError) as exc:
+        raise HTTPException(
+            503, f"applied on this node only, the cluster was not told ({exc}): send it again"
+        ) from None

@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.scope_changes import ScopeChange, ScopeLedger, ScopeOp
 from trawl.errors import ConfigError, DataError
-from trawl.frontier.scope import seed_id_of
+from trawl.frontier.scope import SeedScope, seed_id_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from trawl.cluster.redis_links import RedisLinks
     from trawl.cluster.redis_scope import RedisScope
-    from trawl.frontier.scope import SeedScope
     from trawl.frontier.scope_book import ScopeBook
     from trawl.loop.durability import Durability
     from trawl.loop.run_state import RunState
@@ -84,11 +83,30 @@ class ClusterScope:
 
     # -- changes made here ------------------------------------------------------------------
     async def send(self, raw: Mapping[str, Any]) -> int:
-        """Share a change the API applied here with every node; its number. Crawl loop."""
+        """Share a change the API applied here with every node; its number. Crawl loop.
+
+        `{"op": "seeds", "scopes": [...]}` (API seeds, maybe thousands) is only recorded:
+        every node's sync reads it within SYNC_INTERVAL_S, and a routed URL naming a seed a
+        node does not know makes it sync at once; a stream entry per seed and partition
+        would cost more than it brings."""
+        if raw.get("op") == "seeds":
+            return await self._record_seeds(raw.get("scopes"))
         (change,) = await self.record.record([ScopeChange.from_json(dict(raw), "scope change")])
         self.ledger.note(change)  # in force here already: its stream copies do nothing
         await self.links.send_control_all(range(self.partitions), change.to_json())
         return change.seq
+
+    async def _record_seeds(self, scopes: object) -> int:
+        if not isinstance(scopes, list):
+            raise DataError("scope change: 'scopes' must be a list")
+        seeds = [SeedScope.from_json(raw, "scope change.scopes") for raw in scopes]
+        last = 0
+        for i in range(0, len(seeds), RECORD_SEEDS):
+            chunk = [ScopeChange(ScopeOp.SEED, seed=s) for s in seeds[i : i + RECORD_SEEDS]]
+            for change in await self.record.record(chunk):
+                self.ledger.note(change)  # in force here already
+                last = change.seq
+        return last
 
     async def join(self, seeds: Sequence[SeedScope]) -> list[SeedScope]:
         """Before crawling: record the start seeds the cluster does not know, then apply

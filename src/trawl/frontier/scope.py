@@ -299,6 +299,7 @@ class CrawlScope:
         "_indexed",
         "_patterns",
         "_seeds",
+        "_sites",
         "_wide",
     )
 
@@ -351,6 +352,7 @@ class CrawlScope:
         # the others (any, or with includes) are tried for every URL.
         self._indexed: dict[str, list[_CompiledSeed]] = {}
         self._wide: list[_CompiledSeed] = []
+        self._sites: set[str] = set()  # every seed's registered domain
         self._has_domain_seeds = False
         for seed in seeds:
             self._index_one(seed)
@@ -361,6 +363,7 @@ class CrawlScope:
             self._wide.append(seed)
         if key is not None:
             self._indexed.setdefault(key, []).append(seed)
+        self._sites.add(seed.site)
         if seed.scope.type is ScopeType.DOMAIN:
             self._has_domain_seeds = True
 
@@ -422,6 +425,7 @@ class CrawlScope:
         new._seeds = tuple(compiled)
         new._by_url, new._by_id = dict(self._by_url), dict(self._by_id)
         new._indexed, new._wide = dict(self._indexed), list(self._wide)
+        new._sites = {*self._sites, *(fresh.site for fresh in added)}
         for fresh in added:
             new._by_url.setdefault(fresh.scope.url, fresh)
             new._by_id.setdefault(fresh.id, fresh)
@@ -443,6 +447,14 @@ class CrawlScope:
         for name in self.__slots__:
             setattr(new, name, getattr(self, name))
         return new
+
+    def may_hold(self, site: str) -> bool:
+        """Could a URL of `site` (a registered domain) be in scope? False only when every
+        seed's scope is tied to other sites (page, prefix, host, domain, no includes): then
+        a site reached by an off-scope hop or a captured redirect has nothing to list."""
+        if self._wide or (not self._seeds and self._fallback_open):
+            return True
+        return site in self._sites
 
     def seed_standing(self, url: str) -> Standing | None:
         """The standing of a seed URL (depth 0), or None if `url` is not a seed."""

@@ -9,8 +9,10 @@ sitemap is parsed and normalised in a worker process (page_work.process_sitemap)
 - a urlset (or a plain-text list) discovers its new URLs, boosted when the site is trusted,
   and makes a known page due at once when its <lastmod> is newer than our last fetch.
 Entries outside the sitemap's site are ignored (sitemaps.org: a sitemap speaks for its own
-site only). Per site and UTC day, at most `sitemaps.max_files_per_site` files and
-`sitemaps.max_urls_per_site` entries are taken. A sitemap gets a page record (kind
+site only), and so are entries out of the crawl's scope; a site the scope cannot hold (reached
+by an off-scope hop or a captured redirect) has no sitemap fetched at all. Per site and UTC
+day, at most `sitemaps.max_files_per_site` files and `sitemaps.max_urls_per_site` entries are
+taken. A sitemap gets a page record (kind
 "sitemap") and is refetched by its own change rate, but no WARC record and no event.
 """
 
@@ -38,6 +40,11 @@ class Sitemaps:
         """Queue an origin's sitemaps after its first robots.txt; returns how many."""
         ctx = self.ctx
         if not ctx.policy.sitemaps.enabled:
+            return 0
+        if not ctx.scope.current.may_hold(state.site):
+            # Reached by an off-scope hop or a captured redirect: its sitemaps could only
+            # list URLs the scope skips, so they are not fetched at all.
+            ctx.stats.count(ctx.stats.skipped, "sitemap_off_scope")
             return 0
         listed = rules.sitemaps()
         if not listed and _is_main_host(origin, state.site):
