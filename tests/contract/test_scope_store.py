@@ -121,6 +121,10 @@ def test_a_resumed_crawl_decides_as_before(db: Path) -> None:
     assert described["exclusions"] == ["/calendar/"]
     assert described["exclude"] == ["/tag/"]
     assert json.loads(json.dumps(described))["seeds"][1]["extraHops"] == 1
+    assert described["seedsTotal"] == 2
+    shown = resumed.describe(1)
+    assert [s["url"] for s in shown["seeds"]] == [A.url]  # type: ignore[attr-defined]
+    assert shown["seedsTotal"] == 2
 
 
 def test_exclusions_config_ones_are_fixed_bad_ones_refused(db: Path) -> None:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 MAX_PATTERN_CHARS = 4096  # a longer regex is a mistake, and each link would pay for it
 MAX_SEED_PATTERNS = 1000  # include or exclude patterns in one seed's scope
 DEFAULT_SKIPS = 100
+DEFAULT_SEEDS_SHOWN = 1_000  # GET /v1/scope lists the first seeds only (seedsTotal: all)
+MAX_SEEDS_SHOWN = 100_000
 
 
 class ScopeRequest(BaseModel):
@@ -46,6 +48,7 @@ class ScopeRequest(BaseModel):
     )
     maxDepth: int | None = Field(None, description=f"hops from the seed, 0..{MAX_DEPTH_LIMIT}")
     extraHops: int | None = Field(None, description=f"off-scope hops, 0..{MAX_EXTRA_HOPS}")
+    maxPages: int | None = Field(None, description="URLs queued for the seed; 0 = no limit")
 
 
 def seed_scope_of(view: CrawlView, request: ScopeRequest) -> SeedScope:
@@ -94,8 +97,13 @@ def _add_read_routes(router: APIRouter, view: CrawlView) -> None:
     ctx = view.ctx
 
     @router.get("/v1/scope", summary="The scope in force: seeds, their scopes, excludes")
-    async def get_scope() -> dict[str, Any]:
-        return await view.on_crawl(lambda: {**ctx.scope.describe(), "summary": ctx.scope.summary()})
+    async def get_scope(
+        seeds: Annotated[int, Query(ge=0, le=MAX_SEEDS_SHOWN)] = DEFAULT_SEEDS_SHOWN,
+    ) -> dict[str, Any]:
+        def read() -> dict[str, Any]:  # on the crawl loop
+            return {**ctx.scope.describe(seeds), "summary": ctx.scope.summary()}
+
+        return await view.on_crawl(read)
 
     @router.post(
         "/v1/scope/check",

@@ -82,17 +82,20 @@ class ScopeBook:
     def runtime_exclusions(self) -> tuple[str, ...]:
         return tuple(self._runtime_exclude)
 
-    def describe(self) -> dict[str, object]:
-        """The scope in force, as `GET /v1/scope` shows it."""
+    def describe(self, max_seeds: int | None = None) -> dict[str, object]:
+        """The scope in force, as `GET /v1/scope` shows it: the first `max_seeds` seeds (all
+        when None) and how many there are."""
+        shown = len(self._seeds) if max_seeds is None else max_seeds
         return {
             "open": self.current.is_open,
             "offScopeRedirects": "capture" if self._capture else "drop",
             "defaultFollowsAll": self._open_fallback,
             "exclude": list(self._config_exclude),
             "exclusions": list(self._runtime_exclude),
+            "seedsTotal": len(self._seeds),
             "seeds": [
                 {**seed.to_json(), "queued": self._pages.get(seed_id, 0)}
-                for seed_id, seed in zip(self._ids, self._seeds, strict=True)
+                for seed_id, seed in zip(self._ids[:shown], self._seeds[:shown], strict=True)
             ],
         }
 
