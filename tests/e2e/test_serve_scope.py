@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.serve_support import Served, get_json, http_get, run_serve, send_json
 
 from trawl.testweb.process import TestWebProcess
+from trawl.urls.registered_domain import site_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -134,8 +135,10 @@ def test_bad_patterns_are_422_and_tokens_are_required(crawl: Crawl) -> None:
 
 
 def _busiest_site(served: Served) -> str:
-    """The site with the most URLs queued, among those without a robots Crawl-delay."""
-    plain = [s.domain for s in served.web.web.sites if s.crawl_delay_s == 0]
+    """The site with the most URLs queued, among the seeds' sites (the others are out of
+    the `domain` scope: never loaded, no host record) without a robots Crawl-delay."""
+    seeded = {site_of(seed) for seed in served.web.seeds}
+    plain = [s.domain for s in served.web.web.sites if s.crawl_delay_s == 0 and s.domain in seeded]
     queued = {d: get_json(served.base, f"/v1/hosts/{d}")["queueLength"] for d in plain}
     site = max(queued, key=queued.__getitem__)
     assert queued[site] > 5, queued
@@ -207,9 +210,11 @@ def test_seeds_take_a_scope_object(crawl: Crawl) -> None:
     status, answer = _post(served, "/v1/seeds", body)
     assert status == 200, answer
     seeds = {s["url"]: s for s in get_json(served.base, "/v1/scope")["seeds"]}
+    queued = seeds[url].pop("queued")
+    assert queued >= (1 if answer["queued"] else 0)  # URLs queued for it: itself, if new
     assert seeds[url] == {
         "url": url, "type": "prefix", "include": [], "exclude": ["/b/"], "maxDepth": 2,
-        "extraHops": 0,
+        "extraHops": 0, "maxPages": 0,
     }  # fmt: skip
     check = _post(served, "/v1/scope/check", {"url": url}, token=None)[1]
     assert (check["rule"], check["seed"]) == ("seed", url)
