@@ -227,9 +227,10 @@ class _Split:
 
     host_key: str  # the host without a leading "www."
     rest: str  # path and query
+    site: str = ""  # the registered domain, when some seed is a `domain` one
 
     @classmethod
-    def of(cls, url: str) -> _Split:
+    def of(cls, url: str, *, with_site: bool = False) -> _Split:
         # Normalised URLs have no userinfo and a lowercase host (urls.normalise).
         start = url.find("//") + 2
         end = url.find("/", start)
@@ -238,7 +239,8 @@ class _Split:
             host = authority[: authority.find("]") + 1]
         else:
             host = authority.partition(":")[0]
-        return cls(host[4:] if host.startswith("www.") else host, rest)
+        site = site_of_normalised(url) if with_site else ""
+        return cls(host[4:] if host.startswith("www.") else host, rest, site)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -257,7 +259,7 @@ class _CompiledSeed:
         """Every URL is in this seed's scope (`any` with no excludes)."""
         return self.scope.type is ScopeType.ANY and not self.exclude
 
-    def is_type_match(self, url: str, split: _Split, site: str | None) -> bool:
+    def is_type_match(self, url: str, split: _Split) -> bool:
         kind = self.scope.type
         if kind is ScopeType.ANY:
             return True
@@ -267,7 +269,7 @@ class _CompiledSeed:
             same_host = split.host_key == self.split.host_key
             return same_host and (kind is ScopeType.HOST or split.rest.startswith(self.prefix))
         if kind is ScopeType.DOMAIN:
-            return site == self.site
+            return split.site == self.site
         return False  # custom: includes only
 
 
@@ -296,6 +298,7 @@ class CrawlScope:
         "_exclude",
         "_fallback_open",
         "_has_domain_seeds",
+        "_include_groups",
         "_indexed",
         "_patterns",
         "_seeds",
@@ -348,21 +351,38 @@ class CrawlScope:
         for seed in reversed(seeds):  # the first of duplicate seeds (or ids) wins
             self._by_url[seed.scope.url] = seed
             self._by_id[seed.id] = seed
-        # Seeds a URL can be in only by its host, site or URL are looked up by that key;
-        # the others (any, or with includes) are tried for every URL.
+        # Seeds a URL can be in by its host, site or URL are looked up by that key; seeds
+        # with includes also by their include list, searched once per URL however many
+        # seeds share it (the [scope] default: every seed's); only `any` and `custom` seeds
+        # are tried for every URL.
         self._indexed: dict[str, list[_CompiledSeed]] = {}
+        self._include_groups: dict[tuple[str, ...], tuple[PatternSet, list[_CompiledSeed]]] = {}
         self._wide: list[_CompiledSeed] = []
         self._sites: set[str] = set()  # every seed's registered domain
         self._has_domain_seeds = False
         for seed in seeds:
             self._index_one(seed)
 
-    def _index_one(self, seed: _CompiledSeed) -> None:
+    def _index_one(self, seed: _CompiledSeed, *, shared: bool = False) -> None:
+        """Index `seed`; `shared`: the tables' lists belong to another scope too, so a
+        list that grows is copied first."""
         key = _index_key(seed)
-        if key is None or seed.include:
+        if key is None:
             self._wide.append(seed)
-        if key is not None:
-            self._indexed.setdefault(key, []).append(seed)
+        else:
+            found = self._indexed.get(key)
+            if found is None or shared:
+                self._indexed[key] = [*(found or ()), seed]
+            else:
+                found.append(seed)
+        if seed.include and key is not None:
+            group = self._include_groups.get(seed.include.patterns)
+            members = [] if group is None else group[1]
+            if group is None or shared:
+                members = [*members, seed]
+                self._include_groups[seed.include.patterns] = (seed.include, members)
+            else:
+                members.append(seed)
         self._sites.add(seed.site)
         if seed.scope.type is ScopeType.DOMAIN:
             self._has_domain_seeds = True
@@ -425,17 +445,11 @@ class CrawlScope:
         new._seeds = tuple(compiled)
         new._by_url, new._by_id = dict(self._by_url), dict(self._by_id)
         new._indexed, new._wide = dict(self._indexed), list(self._wide)
-        new._sites = {*self._sites, *(fresh.site for fresh in added)}
+        new._include_groups, new._sites = dict(self._include_groups), set(self._sites)
         for fresh in added:
             new._by_url.setdefault(fresh.scope.url, fresh)
             new._by_id.setdefault(fresh.id, fresh)
-            key = _index_key(fresh)
-            if key is not None:  # a new list: the old scope's lists are not to change
-                new._indexed[key] = [*new._indexed.get(key, ()), fresh]
-            if key is None or fresh.include:
-                new._wide.append(fresh)
-            if fresh.scope.type is ScopeType.DOMAIN:
-                new._has_domain_seeds = True
+            new._index_one(fresh, shared=True)
         return new
 
     def with_seed(self, seed: SeedScope, seed_id: int) -> CrawlScope:
@@ -452,7 +466,7 @@ class CrawlScope:
         """Could a URL of `site` (a registered domain) be in scope? False only when every
         seed's scope is tied to other sites (page, prefix, host, domain, no includes): then
         a site reached by an off-scope hop or a captured redirect has nothing to list."""
-        if self._wide or (not self._seeds and self._fallback_open):
+        if self._wide or self._include_groups or (not self._seeds and self._fallback_open):
             return True
         return site in self._sites
 
@@ -494,7 +508,8 @@ class CrawlScope:
         if self.is_excluded(url):
             return _skipped(ScopeRule.EXCLUDE, 0)
         excluded = False
-        for member, rule in self._members(url, _Split.of(url), skip=-1):
+        split = _Split.of(url, with_site=self._has_domain_seeds)
+        for member, rule in self._members(url, split, skip=-1):
             if rule is ScopeRule.EXCLUDE:
                 excluded = True
             elif member.scope.max_depth == 0 or depth <= member.scope.max_depth:
@@ -518,7 +533,7 @@ class CrawlScope:
             return self._unknown_seed(url, source, step)
         if own.is_open and _is_within_depth(own, source, step):  # `any`: the fast path
             return _queued(ScopeRule.SCOPE, own.id, source, step, off_scope=False)
-        split = _Split.of(url)
+        split = _Split.of(url, with_site=self._has_domain_seeds)
         rule = self._membership(own, url, split)  # the common case: the finder's own scope
         too_deep: list[_CompiledSeed] = []  # members whose max_depth the link exceeds
         if rule is ScopeRule.SCOPE or rule is ScopeRule.INCLUDE:
@@ -543,7 +558,8 @@ class CrawlScope:
         """A source naming no seed: open crawls follow the link; others need it in scope."""
         if self._fallback_open:
             return _queued(ScopeRule.SCOPE, source.seed, source, step, off_scope=False)
-        for seed, rule in self._members(url, _Split.of(url), skip=-1):
+        split = _Split.of(url, with_site=self._has_domain_seeds)
+        for seed, rule in self._members(url, split, skip=-1):
             if rule is not ScopeRule.EXCLUDE and _is_within_depth(seed, source, step):
                 return _queued(rule, seed.id, source, step, off_scope=False)
         return _skipped(ScopeRule.SCOPE, source.seed)
@@ -556,7 +572,8 @@ class CrawlScope:
         if self._exclude and self._exclude.matching(url):
             return ScopeCheck(False, ScopeRule.EXCLUDE, None)
         excluded_by: str | None = None
-        for seed, rule in self._members(url, _Split.of(url), skip=-1):
+        split = _Split.of(url, with_site=self._has_domain_seeds)
+        for seed, rule in self._members(url, split, skip=-1):
             if rule is not ScopeRule.EXCLUDE:
                 return ScopeCheck(True, rule, seed.scope.url)
             excluded_by = excluded_by or seed.scope.url
@@ -598,10 +615,14 @@ class CrawlScope:
         candidates = {seed.index: seed for seed in self._wide}
         keys = [url, split.host_key]
         if self._has_domain_seeds:
-            keys.append(_SITE + site_of_normalised(url))
+            keys.append(_SITE + split.site)
         for key in keys:
             for seed in self._indexed.get(key, ()):
                 candidates[seed.index] = seed
+        for patterns, members in self._include_groups.values():
+            if patterns.matching(url):
+                for seed in members:
+                    candidates[seed.index] = seed
         candidates.pop(skip, None)
         for index in sorted(candidates):
             seed = candidates[index]
@@ -611,8 +632,7 @@ class CrawlScope:
 
     @staticmethod
     def _membership(seed: _CompiledSeed, url: str, split: _Split) -> ScopeRule | None:
-        site = site_of_normalised(url) if seed.scope.type is ScopeType.DOMAIN else None
-        if seed.is_type_match(url, split, site):
+        if seed.is_type_match(url, split):
             rule = ScopeRule.SCOPE
         elif seed.include and seed.include.matching(url):
             rule = ScopeRule.INCLUDE
