@@ -429,3 +429,12 @@ def test_may_hold_tells_sites_no_seed_can_reach() -> None:
     assert CrawlScope([SeedScope(SEED)]).may_hold("any.test")  # `any`
     assert CrawlScope([]).may_hold("any.test")
     assert not CrawlScope([], open_fallback=False).may_hold("any.test")
+
+
+def test_a_known_site_decides_as_a_computed_one() -> None:
+    scope = CrawlScope(
+        [SeedScope(SEED, ScopeType.DOMAIN), SeedScope("https://b.co.uk/", ScopeType.DOMAIN)]
+    )
+    for url, site in (("https://x.b.co.uk/a", "b.co.uk"), ("https://example.org/x", "example.org"),
+                      ("https://c.test/", "c.test")):  # fmt: skip
+        assert scope.decide(url, AT_SEED, site) == scope.decide(url, AT_SEED)

@@ -125,7 +125,7 @@ class Intake:
         scope = self._scope.current
         standing = Standing.unpack(source.standing)
         for link, (pages, sites) in zip(links, counts, strict=True):
-            decision = scope.decide(link.url, standing)
+            decision = scope.decide(link.url, standing, link.site)
             if decision.standing is None:
                 self._note(link.url, link.url_hash, decision, source.url)
                 continue

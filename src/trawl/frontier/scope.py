@@ -230,7 +230,9 @@ class _Split:
     site: str = ""  # the registered domain, when some seed is a `domain` one
 
     @classmethod
-    def of(cls, url: str, *, with_site: bool = False) -> _Split:
+    def of(cls, url: str, *, with_site: bool = False, site: str | None = None) -> _Split:
+        """`site`, when the caller knows it (a link from the page workers, which computed
+        it): the Public Suffix lookup is the costliest step of a `domain` decision."""
         # Normalised URLs have no userinfo and a lowercase host (urls.normalise).
         start = url.find("//") + 2
         end = url.find("/", start)
@@ -239,7 +241,8 @@ class _Split:
             host = authority[: authority.find("]") + 1]
         else:
             host = authority.partition(":")[0]
-        site = site_of_normalised(url) if with_site else ""
+        if site is None:
+            site = site_of_normalised(url) if with_site else ""
         return cls(host[4:] if host.startswith("www.") else host, rest, site)
 
 
@@ -483,9 +486,10 @@ class CrawlScope:
         """A crawl-wide exclude matches `url` (a queued URL a run-time exclusion removes)."""
         return bool(self._exclude) and bool(self._exclude.matching(url))
 
-    def decide(self, url: str, source: Standing) -> ScopeDecision:
-        """Queue or skip the normalised link `url` found on a page standing at `source`."""
-        return self._decide(url, source, _LINK)
+    def decide(self, url: str, source: Standing, site: str | None = None) -> ScopeDecision:
+        """Queue or skip the normalised link `url` found on a page standing at `source`;
+        `site`, its registered domain, if known."""
+        return self._decide(url, source, _LINK, site)
 
     def decide_redirect(self, url: str, source: Standing) -> ScopeDecision:
         """Queue or skip `url`, where the page standing at `source` redirected to: in scope
@@ -520,7 +524,9 @@ class CrawlScope:
             return _queued_at(ScopeRule.SCOPE, 0, min(depth, MAX_DEPTH_LIMIT), 0)
         return _skipped(ScopeRule.SCOPE, 0)
 
-    def _decide(self, url: str, source: Standing, step: int) -> ScopeDecision:
+    def _decide(
+        self, url: str, source: Standing, step: int, site: str | None = None
+    ) -> ScopeDecision:
         seed_hit = self._by_url.get(url)
         if seed_hit is not None:
             return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
@@ -533,7 +539,7 @@ class CrawlScope:
             return self._unknown_seed(url, source, step)
         if own.is_open and _is_within_depth(own, source, step):  # `any`: the fast path
             return _queued(ScopeRule.SCOPE, own.id, source, step, off_scope=False)
-        split = _Split.of(url, with_site=self._has_domain_seeds)
+        split = _Split.of(url, with_site=self._has_domain_seeds, site=site)
         rule = self._membership(own, url, split)  # the common case: the finder's own scope
         too_deep: list[_CompiledSeed] = []  # members whose max_depth the link exceeds
         if rule is ScopeRule.SCOPE or rule is ScopeRule.INCLUDE:
