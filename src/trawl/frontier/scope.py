@@ -303,6 +303,7 @@ class CrawlScope:
         "_has_domain_seeds",
         "_include_groups",
         "_indexed",
+        "_limiting",
         "_patterns",
         "_seeds",
         "_sites",
@@ -363,6 +364,7 @@ class CrawlScope:
         self._wide: list[_CompiledSeed] = []
         self._sites: set[str] = set()  # every seed's registered domain
         self._has_domain_seeds = False
+        self._limiting = 0  # seeds that are not `any` without limits (is_open: none)
         for seed in seeds:
             self._index_one(seed)
 
@@ -389,6 +391,8 @@ class CrawlScope:
         self._sites.add(seed.site)
         if seed.scope.type is ScopeType.DOMAIN:
             self._has_domain_seeds = True
+        if not seed.is_open or seed.scope.max_depth:
+            self._limiting += 1
 
     @property
     def seeds(self) -> tuple[SeedScope, ...]:
@@ -410,11 +414,7 @@ class CrawlScope:
     @property
     def is_open(self) -> bool:
         """Every link is followed: no seed limits anything and nothing is excluded."""
-        return (
-            not self._exclude
-            and self._fallback_open
-            and all(s.is_open and not s.scope.max_depth for s in self._seeds)
-        )
+        return not self._exclude and self._fallback_open and not self._limiting
 
     # Run-time changes (the API) make a new scope from this one, compiling only what
     # changed: a crawl of 100,000 seeds must not stall its loop for seconds per change.
