@@ -472,6 +472,8 @@ def test_the_skipped_report_matches_what_the_log_shows_was_not_fetched(
     assert all(s["referrer"] for s in skips)  # the page that linked it
     total = sum(int(str(n)) for n in counts.values())
     assert f"scope domain x1, 1 exclude; URLs not queued {total} " in run.stdout
+    start = f"trawl: crawling into {run.data} from 1 seed; scope domain x1, 1 exclude\n"
+    assert run.stderr.startswith(start), run.stderr[:300]  # the start-up line says it too
     rules = {str(s["rule"]) for s in skips if s["reason"] == "exclude"}
     assert rules == {f"exclude {EXCLUDE}"}
 

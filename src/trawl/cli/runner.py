@@ -72,8 +72,9 @@ async def run_crawl(
         try:
             add_seeds(ctx, valid_seeds)
             queue_all_due(ctx)
+            n = len(ctx.scope.seeds)
             out.write(
-                f"trawl: crawling into {data_dir} from {len(ctx.scope.seeds)} seeds;"
+                f"trawl: crawling into {data_dir} from {n} seed{'' if n == 1 else 's'};"
                 f" {ctx.scope.summary()}\n"
             )
             with stop_on_signals(ctx.run.request_stop):
