@@ -403,15 +403,6 @@ class CrawlScope:
         return tuple(seed.id for seed in self._seeds)
 
     @property
-    def exclude(self) -> tuple[str, ...]:
-        """The crawl-wide excludes."""
-        return self._exclude.patterns
-
-    @property
-    def captures_redirects(self) -> bool:
-        return self._capture
-
-    @property
     def is_open(self) -> bool:
         """Every link is followed: no seed limits anything and nothing is excluded."""
         return not self._exclude and self._fallback_open and not self._limiting
@@ -482,6 +473,11 @@ class CrawlScope:
         seed = self._by_id.get(seed_id)
         return None if seed is None else seed.scope.url
 
+    def page_budget(self, seed_id: int) -> int:
+        """The seed's `max_pages` (0: none, or no such seed)."""
+        seed = self._by_id.get(seed_id)
+        return 0 if seed is None else seed.scope.max_pages
+
     def is_excluded(self, url: str) -> bool:
         """A crawl-wide exclude matches `url` (a queued URL a run-time exclusion removes)."""
         return bool(self._exclude) and bool(self._exclude.matching(url))
@@ -532,7 +528,7 @@ class CrawlScope:
             return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
         if source.leaf:
             return _skipped(ScopeRule.CAPTURE, source.seed)
-        if self._exclude and self._exclude.matching(url):
+        if self.is_excluded(url):
             return _skipped(ScopeRule.EXCLUDE, source.seed)
         own = self._by_id.get(source.seed)
         if own is None:
@@ -575,7 +571,7 @@ class CrawlScope:
         seed_hit = self._by_url.get(url)
         if seed_hit is not None:
             return ScopeCheck(True, ScopeRule.SEED, url)
-        if self._exclude and self._exclude.matching(url):
+        if self.is_excluded(url):
             return ScopeCheck(False, ScopeRule.EXCLUDE, None)
         excluded_by: str | None = None
         split = _Split.of(url, with_site=self._has_domain_seeds)
