@@ -62,12 +62,17 @@ class ScopeBook:
         self._runtime_exclude: list[str] = store.exclusions()
         self._pages: dict[int, int] = store.credits()  # URLs queued per seed id
         self._pages_changed: set[int] = set()
-        self._caps: dict[int, int] = {}  # seed id -> max_pages, for seeds that have one
         counts, recent = skip_log.counts(), reversed(skip_log.recent(sample_size or 10_000))
         kwargs = {} if sample_size is None else {"sample_size": sample_size}
         self.skips = SkipTally(counts=counts, recent=recent, **kwargs)
         self._noted: set[str] = set()
-        self.current = self._build()
+        self.current = CrawlScope(
+            self._seeds,
+            self._excludes(),
+            seed_ids=self._ids,
+            capture_redirects=capture_redirects,
+            open_fallback=self._open_fallback,
+        )
 
     # -- what is in force -----------------------------------------------------------------
     @property
@@ -159,11 +164,6 @@ class ScopeBook:
         if rows:
             self._store.put_seeds(rows)
             self.current = self.current.with_seeds(rows)
-            for seed_id, seed in rows:
-                if seed.max_pages:
-                    self._caps[seed_id] = seed.max_pages
-                else:
-                    self._caps.pop(seed_id, None)
         return ids
 
     def add_exclusion(self, pattern: str, at: float) -> bool:
@@ -221,8 +221,8 @@ class ScopeBook:
         """Count one more URL queued for `seed_id`; False (and not counted) when its
         `max_pages` is spent. Counted for every seed, so /v1/scope can show it."""
         pages = self._pages.get(seed_id, 0)
-        cap = self._caps.get(seed_id) if self._caps else None
-        if cap is not None and pages >= cap:
+        budget = self.current.page_budget(seed_id)
+        if budget and pages >= budget:
             return False
         self._pages[seed_id] = pages + 1
         self._pages_changed.add(seed_id)
@@ -240,20 +240,6 @@ class ScopeBook:
         if self._pages_changed:
             self._store.put_credits({s: self._pages[s] for s in self._pages_changed})
             self._pages_changed.clear()
-
-    def _build(self) -> CrawlScope:
-        self._caps = {
-            seed_id: seed.max_pages
-            for seed_id, seed in zip(self._ids, self._seeds, strict=True)
-            if seed.max_pages
-        }
-        return CrawlScope(
-            self._seeds,
-            self._excludes(),
-            seed_ids=self._ids,
-            capture_redirects=self._capture,
-            open_fallback=self._open_fallback,
-        )
 
     def _excludes(self) -> tuple[str, ...]:
         return (*self._config_exclude, *self._runtime_exclude)
