@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 
 _EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
-_MAX_PAGES = ScopeRule.MAX_PAGES
 
 
 class IntakeTally(Protocol):
@@ -289,10 +288,7 @@ class Intake:
 
     def note_excluded(self, url: str, url_hash: str, referrer: str = "") -> None:
         """Note a URL a crawl-wide exclude took out of the queue as skipped."""
-        scope = self._scope
-        rule = scope.current.explain(url, _EXCLUDED)
-        if scope.note(url, url_hash, ScopeRule.EXCLUDE.value, rule, referrer, self._clock.now()):
-            self._tally.count(self._tally.skipped, ScopeRule.EXCLUDE.value)
+        self._note(url, url_hash, _EXCLUDED, referrer)
 
     def _discover(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
         """Queue a URL unless seen; True when it was new (in cluster mode: True when sent
@@ -309,17 +305,18 @@ class Intake:
     def _queue_new(self, item: CrawlUrl, *, must_crawl: bool) -> bool:
         """Queue a claimed URL unless a trap rule refuses it or its seed's page budget is
         spent (`max_pages`: seeds are always queued, and counted); True when queued."""
-        now = self._clock.now()
         trap = None if must_crawl else check_url(item.url, item.depth, self._trap_policy)
         if trap is not None:
             self._traps.count(trap)
             self._tally.count(self._tally.skipped, str(trap))
-            self._scope.note(item.url, item.url_hash, str(trap), f"trap rule {trap}", "", now)
+            rule = f"trap rule {trap}"
+            self._scope.note(item.url, item.url_hash, str(trap), rule, "", self._clock.now())
             return False
         if item.kind is UrlKind.PAGE:
             seed = seed_of(item.standing)
             if not self._scope.take_page(seed) and not must_crawl:
-                self._note(item.url, item.url_hash, ScopeDecision(False, _MAX_PAGES, seed), "")
+                spent = ScopeDecision(False, ScopeRule.MAX_PAGES, seed)
+                self._note(item.url, item.url_hash, spent, "")
                 return False
         state = self._sites.loaded(item.site)
         if state is not None and state.traps.is_flagged and item.line is Line.FAST:
