@@ -309,8 +309,11 @@ class SqliteFrontier:
 
 
 def _queued(site: str, row: tuple[Any, ...]) -> QueuedUrl:
-    row_id, url, url_hash, depth, line, found_at, attempts, kind, score, parts, hops, wait, at = row
+    row_id, url, url_hash, depth, line, found_at, attempts, kind, score, parts, hops, wait = row[
+        :12
+    ]
     item = CrawlUrl(
-        url, url_hash, site, depth, Line(line), found_at, UrlKind(kind), score, parts, hops, at
-    )
+        url, url_hash, site, depth, Line(line), found_at, UrlKind(kind), score, parts, hops,
+        standing=row[12],
+    )  # fmt: skip
     return QueuedUrl(row_id, item, attempts, wait)
