@@ -285,12 +285,28 @@ class Settings:
     def crawl_scope(
         self, more_seeds: tuple[str, ...] = (), rules: NormaliseRules | None = None
     ) -> CrawlScope:
-        """The scope of the `[[seeds]]` tables, then of `more_seeds` (seeds file, command
-        line: they take the `[scope]` defaults), compiled. Raises ConfigError naming the key."""
+        """`seed_scopes`, compiled with the crawl-wide excludes. ConfigError naming the key."""
         # Imported here: the scope core brings the public suffix list and RE2 (~60 ms), which
         # commands that only read the config must not pay for (tests/integration/
         # test_cli_startup.py).
         from trawl.frontier.scope import CrawlScope
+
+        return CrawlScope(self.seed_scopes(more_seeds, rules), self.scope.exclude)
+
+    def seed_scopes(
+        self, more_seeds: tuple[str, ...] = (), rules: NormaliseRules | None = None
+    ) -> list[SeedScope]:
+        """The `[[seeds]]` tables' scopes (their URLs normalised by `rules`), then
+        `more_seeds` (normalised URLs: the seeds file, the command line) with the `[scope]`
+        defaults. Raises ConfigError naming the key."""
+        defaults = self.default_seed_scope()
+        tables = [
+            _seed_scope(self.scope, seed, f"seeds[{n}]", rules) for n, seed in enumerate(self.seeds)
+        ]
+        return [*tables, *(dataclasses.replace(defaults, url=url) for url in more_seeds)]
+
+    def default_seed_scope(self) -> SeedScope:
+        """The scope a seed with no table of its own takes (`url` empty), checked."""
         from trawl.frontier.scope_patterns import compile_patterns
 
         s = self.scope
@@ -298,11 +314,9 @@ class Settings:
             raise ConfigError(
                 f"scope.off_scope_redirects = {s.off_scope_redirects!r}: must be capture or drop"
             )
-        _seed_scope(s, SeedSettings("http://example.invalid/"), "scope")  # the defaults alone
         compile_patterns(s.include, "scope.include")  # named here, not as the first seed's
-        tables = (*self.seeds, *(SeedSettings(url) for url in more_seeds))
-        seeds = [_seed_scope(s, seed, f"seeds[{n}]", rules) for n, seed in enumerate(tables)]
-        return CrawlScope(seeds, s.exclude)
+        checked = _seed_scope(s, SeedSettings("http://example.invalid/"), "scope")
+        return dataclasses.replace(checked, url="")
 
 
 def _seed_scope(

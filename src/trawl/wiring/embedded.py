@@ -18,7 +18,6 @@ from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
 from trawl.frontier.queue_sqlite import SqliteFrontier
-from trawl.frontier.scope import ScopeType, SeedScope
 from trawl.frontier.scope_book import ScopeBook
 from trawl.frontier.traps import TrapCounters, TrapPolicy
 from trawl.loop.context import CrawlContext
@@ -240,9 +239,7 @@ def scope_book(settings: Settings, conn: sqlite3.Connection) -> ScopeBook:
         store=SqliteScopeStore(conn),
         skip_log=SqliteSkipLog(conn),
         config_exclude=s.exclude,
-        defaults=SeedScope(
-            "", ScopeType(s.type), s.include, (), s.max_depth, s.extra_hops, s.max_pages
-        ),
+        defaults=settings.default_seed_scope(),
         capture_redirects=s.off_scope_redirects == "capture",
     )
 

@@ -64,7 +64,7 @@ def seed_scopes(
 ) -> list[SeedScope]:
     """The crawl's seeds with their scopes: the config's `[[seeds]]` tables, then `seeds`
     (command line, seeds file) with the `[scope]` defaults. ConfigError naming the key."""
-    return list(settings.crawl_scope(tuple(url for url, _, _ in seeds), rules).seeds)
+    return settings.seed_scopes(tuple(url for url, _, _ in seeds), rules)
 
 
 def add_seeds(ctx: CrawlContext, seeds: list[SeedScope]) -> int:
