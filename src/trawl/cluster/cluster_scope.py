@@ -100,20 +100,25 @@ class ClusterScope:
         if not isinstance(scopes, list):
             raise DataError("scope change: 'scopes' must be a list")
         seeds = [SeedScope.from_json(raw, "scope change.scopes") for raw in scopes]
-        last = 0
+        recorded = await self._record_seed_scopes(seeds, only_new=False)
+        for change in recorded:
+            self.ledger.note(change)  # in force here already
+        return recorded[-1].seq if recorded else 0
+
+    async def _record_seed_scopes(
+        self, seeds: Sequence[SeedScope], *, only_new: bool
+    ) -> list[ScopeChange]:
+        """Record seed scopes, RECORD_SEEDS to a Redis call; the changes recorded."""
+        recorded: list[ScopeChange] = []
         for i in range(0, len(seeds), RECORD_SEEDS):
             chunk = [ScopeChange(ScopeOp.SEED, seed=s) for s in seeds[i : i + RECORD_SEEDS]]
-            for change in await self.record.record(chunk):
-                self.ledger.note(change)  # in force here already
-                last = change.seq
-        return last
+            recorded += await self.record.record(chunk, only_new=only_new)
+        return recorded
 
     async def join(self, seeds: Sequence[SeedScope]) -> list[SeedScope]:
         """Before crawling: record the start seeds the cluster does not know, then apply
         every change recorded. The start seeds as the cluster has them in force."""
-        for i in range(0, len(seeds), RECORD_SEEDS):
-            chunk = [ScopeChange(ScopeOp.SEED, seed=s) for s in seeds[i : i + RECORD_SEEDS]]
-            await self.record.record(chunk, only_new=True)
+        await self._record_seed_scopes(seeds, only_new=True)
         await self.sync()
         in_force = {seed_id_of(seed.url): seed for seed in self.ctx.scope.seeds}
         return [in_force.get(seed_id_of(seed.url), seed) for seed in seeds]
