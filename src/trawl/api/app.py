@@ -318,7 +318,7 @@ def add_api_seeds(
             rejected.append((raw, "disallowed by the site's robots.txt"))
             continue
         accepted.append((url, site))
-    # One call: each call rebuilds the compiled scope, so seed by seed would be quadratic.
+    # One call: each call copies the scope's indexes, so seed by seed would be quadratic.
     seeds = [
         ctx.scope.default_seed(url) if scope is None else dataclasses.replace(scope, url=url)
         for url, _ in accepted

@@ -194,7 +194,7 @@ class CrawlView:
     def _scope_summary(self) -> str:
         """The scope's one-line summary, made again only when the scope changed: it walks
         every seed, and a crawl may have a million."""
-        scope = self.ctx.scope.current  # a new object on every change (ScopeBook._build)
+        scope = self.ctx.scope.current  # a new object on every change (ScopeBook)
         if scope is not self._summarised:
             self._scope_line = self.ctx.scope.summary()
             self._summarised = scope
