@@ -50,6 +50,7 @@ class RunFigures:
     violations: int
     violation_kinds: dict[str, int]
     statuses: dict[str, int]
+    loop_lag: str = ""  # trawl's own line: "p50 ≤ 1.0 ms, p99 ≤ 25 ms, worst 31 ms; ..."
 
 
 def page_size_kb(spec: WebSpec) -> float:
@@ -162,7 +163,8 @@ def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float
             )
         records = read_access_log(access)
         log_name = name.replace(" ", "-").replace("+", "")
-        (RESULTS / f"{log_name}-output.log").write_bytes((work / "out.log").read_bytes())
+        output = (work / "out.log").read_bytes()
+        (RESULTS / f"{log_name}-output.log").write_bytes(output)
     pages = [r for r in records if r.path not in ROBOTS]
     violations = check_politeness(
         records, tolerance_s=NGINX_TOLERANCE_S, **spec.politeness_inputs()
@@ -182,7 +184,17 @@ def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float
         violations=len(violations),
         violation_kinds=dict(Counter(str(v.kind) for v in violations)),
         statuses=dict(Counter(str(r.status) for r in pages)),
+        loop_lag=loop_lag_of(output.decode(errors="replace")),
     )
+
+
+def loop_lag_of(output: str) -> str:
+    """trawl's summary line on its event loop's lag (issue 17), '' for other crawlers."""
+    prefix = "event loop lag "
+    for line in output.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return ""
 
 
 def ensure_scrapy() -> None:
@@ -195,13 +207,15 @@ def ensure_scrapy() -> None:
 
 def report(figures: list[RunFigures], meta: dict[str, object]) -> str:
     rows = [
-        "| crawler | steady pages/s | CPU ms/page | peak RSS MiB | pages | violations |",
-        "|---|---|---|---|---|---|",
+        "| crawler | steady pages/s | CPU ms/page | event loop ms/page | peak RSS MiB | pages "
+        "| violations | event loop lag |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for f in figures:
+        main_ms = 1000 * f.cpu_main_s / max(f.pages_logged, 1)
         rows.append(
-            f"| {f.crawler} | {f.steady_pages_per_s} | {f.cpu_ms_per_page} | {f.peak_rss_mib} "
-            f"| {f.pages_logged} | {f.violations} |"
+            f"| {f.crawler} | {f.steady_pages_per_s} | {f.cpu_ms_per_page} | {main_ms:.2f} "
+            f"| {f.peak_rss_mib} | {f.pages_logged} | {f.violations} | {f.loop_lag or '-'} |"
         )
     by = {f.crawler: f for f in figures}
     if "trawl" in by and "scrapy" in by:

@@ -135,7 +135,7 @@ async def crawl(data_dir: Path, clock: VirtualClock, fetcher: ScriptedFetcher) -
     try:
         seeds = normalise_seeds([(u, "test seed") for u in SEEDS], rules)
         add_seeds(ctx, seed_scopes(s, seeds, rules))
-        await Crawler(ctx).run()
+        await Crawler(ctx, watch_lag=False).run()
     finally:
         await ctx.durability.close()
         watcher.cancel()

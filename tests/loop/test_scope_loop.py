@@ -131,7 +131,7 @@ async def crawl(
     try:
         add_seeds(ctx, seed_scopes(s, [], rules))
         later = asyncio.ensure_future(exclude_later())
-        await Crawler(ctx).run()
+        await Crawler(ctx, watch_lag=False).run()
         await later
     finally:
         await ctx.durability.close()

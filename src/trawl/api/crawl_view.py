@@ -63,6 +63,8 @@ class CrawlSnapshot:
     wait_seconds: dict[str, float] = field(default_factory=dict)
     fetch_buckets: tuple[tuple[float, int], ...] = ()  # cumulative, as Prometheus wants
     fetch_seconds_sum: float = 0.0
+    lag_buckets: tuple[tuple[float, int], ...] = ()  # the crawl loop's lag (loop.lag)
+    lag_seconds_sum: float = 0.0
     events_written: int = 0
     scope_skips: dict[str, int] = field(default_factory=dict)  # ScopeBook.skips, whole crawl
     exclusions: int = 0  # run-time excludes in force
@@ -122,6 +124,12 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         "duplicates": st.duplicates,
         "nearDuplicates": st.near_duplicates,
         "scope": scope_line,
+        "loopLag": {
+            "p50": st.loop_lag.quantile(0.5),
+            "p99": st.loop_lag.quantile(0.99),
+            "worst": st.loop_lag.worst,
+            "admissionHeld": st.loop_lag.held,
+        },
         "snapshotAt": now,
     }
     return CrawlSnapshot(
@@ -134,6 +142,8 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         wait_seconds=dict(st.wait_seconds),
         fetch_buckets=tuple(st.fetch_seconds.cumulative()),
         fetch_seconds_sum=st.fetch_seconds.sum,
+        lag_buckets=tuple(st.loop_lag.histogram.cumulative()),
+        lag_seconds_sum=st.loop_lag.histogram.sum,
         # Offsets are dense from 1 in both record stores: the last one is the count.
         events_written=max(ctx.records.last_offset(), 0),
         scope_skips=ctx.scope.skips.counts(),

@@ -63,6 +63,9 @@ class CrawlCollector:
         yield CounterMetricFamily("trawl_events_written", "page.fetched events in the outbox",
                                   snap.events_written)  # fmt: skip
         yield _fetch_histogram(snap)
+        yield _histogram("trawl_event_loop_lag_seconds",
+                         "How late the crawl loop ran a 20 ms timer (issue 17)",
+                         snap.lag_buckets, snap.lag_seconds_sum)  # fmt: skip
         yield _gauge("trawl_frontier_urls", "Queued URLs, by line", "line",
                      stats.get("frontier", {}))  # fmt: skip
         yield _gauge("trawl_sites", "Sites, by state", "state", stats.get("sites", {}))
@@ -109,11 +112,17 @@ def _gauge(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metr
 
 
 def _fetch_histogram(snap: CrawlSnapshot) -> Metric:
-    buckets = [("+Inf" if b == float("inf") else repr(b), n) for b, n in snap.fetch_buckets]
-    return HistogramMetricFamily(
+    return _histogram(
         "trawl_fetch_seconds", "Request exchange time (robots.txt and sitemaps included)",
-        buckets=buckets or [("+Inf", 0)], sum_value=snap.fetch_seconds_sum,
+        snap.fetch_buckets, snap.fetch_seconds_sum,
     )  # fmt: skip
+
+
+def _histogram(
+    name: str, doc: str, cumulative: Iterable[tuple[float, int]], total: float
+) -> Metric:
+    buckets = [("+Inf" if b == float("inf") else repr(b), n) for b, n in cumulative]
+    return HistogramMetricFamily(name, doc, buckets=buckets or [("+Inf", 0)], sum_value=total)
 
 
 def metrics_text(registry: CollectorRegistry) -> bytes:

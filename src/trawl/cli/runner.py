@@ -170,5 +170,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"{s.scope}; URLs not queued {sum(skips.values())} {skips}"
             f" (trawl skipped --data DIR lists them)\n"
         )
+    lag = st.loop_lag.describe()
+    if lag:
+        out.write(f"event loop lag {lag}; new turns held for it {st.loop_lag.held} times\n")
     if s.workers_replaced:
         out.write(f"worker processes died and were replaced {s.workers_replaced} times\n")

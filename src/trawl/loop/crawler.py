@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from trawl.loop import lag
 from trawl.loop.content import StoredContent
 from trawl.loop.outcomes import PageOutcomes
 from trawl.loop.requests import NotSent, SiteRequests
@@ -23,8 +24,12 @@ if TYPE_CHECKING:
 
 
 class Crawler:
-    def __init__(self, ctx: CrawlContext) -> None:
+    """`watch_lag=False` for a virtual clock: the lag watch sleeps on real time."""
+
+    def __init__(self, ctx: CrawlContext, *, watch_lag: bool = True) -> None:
         self.ctx = ctx
+        self._watch_lag = watch_lag
+        self._admission = lag.AdmissionGate(ctx.stats.loop_lag)
         sitemaps = Sitemaps(ctx)
         content = StoredContent(ctx)
         self.requests = SiteRequests(ctx, sitemaps, content)
@@ -37,7 +42,10 @@ class Crawler:
         run = self.ctx.run
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.ctx.durability.commit_loop())
+            if self._watch_lag:
+                tasks.create_task(lag.watch(self.ctx.stats.loop_lag, run.stopped))
             while not run.should_stop():
+                await self._admission.wait()
                 await self._turns.acquire()
                 turn = run.take_site()
                 if turn is None:

@@ -167,6 +167,11 @@ class RunState:
         self.stopping = True
         self._stop_event.set()
 
+    @property
+    def stopped(self) -> asyncio.Event:
+        """Set by `request_stop`."""
+        return self._stop_event
+
     async def wait_stopped(self) -> None:
         """Return once `request_stop` was called (a limit, a signal, or the end)."""
         await self._stop_event.wait()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trawl.histogram import Histogram
+from trawl.loop.lag import LoopLag
 from trawl.loop.recent_activity import RecentSites
 
 
@@ -47,6 +48,7 @@ class CrawlStats:
     fetch_seconds: Histogram = field(default_factory=Histogram)  # every request's exchange
     waits: dict[str, int] = field(default_factory=dict)  # "ip_gate", "site_clock", "paused"
     wait_seconds: dict[str, float] = field(default_factory=dict)
+    loop_lag: LoopLag = field(default_factory=LoopLag)  # issue 17: how late the loop runs
 
     def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
         table[key] = table.get(key, 0) + n

@@ -12,6 +12,7 @@ Written from the event loop thread only; a SiteState only by the task holding it
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from trawl.frontier.containment import SiteContainment
@@ -43,7 +44,7 @@ class SiteBook:
         self._restarted_at = restarted_at
         self._owner = owner
         self._sites: dict[str, SiteState] = {}
-        self._changed: set[str] = set()
+        self._changed: dict[str, None] = {}  # in the order of their first change since written
 
     def __contains__(self, site: str) -> bool:
         return site in self._sites
@@ -92,7 +93,7 @@ class SiteBook:
         return state
 
     def mark_changed(self, site: str) -> None:
-        self._changed.add(site)
+        self._changed[site] = None
 
     def note_referrer(self, site: str, referrer: str) -> None:
         """`referrer` links to `site`: it raises the site's importance (its daily cap).
@@ -114,13 +115,24 @@ class SiteBook:
         if state is not None:
             self._hosts.put_host(site, state.to_host_record(self._owner))
 
-    def write_changed(self) -> None:
-        for site in self._changed:
+    def write_changed(self, limit: int | None = None) -> None:
+        """Write changed sites' host records, the longest-waiting first; at most `limit`."""
+        if limit is None or limit >= len(self._changed):
+            for site in self._changed:
+                self.write(site)
+            self._changed.clear()
+            return
+        for site in list(itertools.islice(self._changed, limit)):
             self.write(site)
-        self._changed.clear()
+            del self._changed[site]
+
+    @property
+    def changed(self) -> int:
+        """Sites whose host record waits to be written."""
+        return len(self._changed)
 
     def forget(self, sites: Iterable[str]) -> None:
         """Drop sites this process no longer crawls (a partition handed over)."""
         for site in sites:
             self._sites.pop(site, None)
-            self._changed.discard(site)
+            self._changed.pop(site, None)

@@ -1,0 +1,111 @@
+"""The embedded database's WAL checkpoints, off the crawl's event loop.
+
+Why (issue 17): SQLite checkpoints automatically inside the COMMIT that takes the WAL past
+1,000 pages, on the committing thread: it copies those pages into the database file and
+fsyncs both files. The crawl commits every 0.5 s on its event loop and a busy crawl writes
+a few hundred WAL pages a commit, so every third commit or so held the loop for 30-90 ms,
+and every request, response and API call waiting behind it.
+
+How this works:
+- The crawl's connection turns the automatic checkpoint off (`take_over`).
+- `start()` checkpoints (PASSIVE) on a connection of its own, on a thread: the copy
+  and the fsyncs release the GIL, and a PASSIVE checkpoint neither blocks the crawl's
+  writer nor waits for it. At most one runs at a time.
+- SQLite starts the WAL over only when a write transaction begins after a checkpoint copied
+  every frame. The crawl begins its next transaction right after each commit, before a
+  thread's checkpoint can finish, so the WAL would grow without end. Once it is past
+  `restart_frames`, `after_commit()` checkpoints on the crawl's own connection, between the
+  commit and the next transaction: the thread has copied almost everything already, so
+  this is the last commit's frames and two small fsyncs, once in a while.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+
+log = logging.getLogger(__name__)
+
+RESTART_FRAMES = 16_384  # 64 MiB of 4 KiB pages
+
+
+class WalCheckpoints:
+    """Checkpoints of one database file in WAL mode. Event loop only (the thread is ours)."""
+
+    def __init__(self, path: str, *, restart_frames: int = RESTART_FRAMES) -> None:
+        self._path = path
+        self._restart_frames = restart_frames
+        # Used on the loop's default executor, one call at a time (`_running`); the default
+        # executor, so that a test's virtual clock sees the thread at work.
+        self._conn: sqlite3.Connection | None = None
+        self._running: asyncio.Future[tuple[int, int, int]] | None = None
+        self.frames = 0  # WAL frames at the last checkpoint
+        self.background = 0  # checkpoints run on the thread
+        self.restarts = 0  # checkpoints run on the crawl's connection to start the WAL over
+
+    @classmethod
+    def take_over(cls, conn: sqlite3.Connection) -> WalCheckpoints | None:
+        """Checkpoints for `conn`'s database file, with its automatic ones turned off; None
+        for a database without a file (in memory) or not in WAL mode."""
+        row = conn.execute("PRAGMA database_list").fetchone()
+        path = row[2] if row is not None else ""
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        if not path or mode is None or str(mode[0]).lower() != "wal":
+            return None
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        return cls(path)
+
+    def start(self) -> None:
+        """Start a checkpoint on the thread unless one is running. Call after a commit."""
+        if self._running is not None and not self._running.done():
+            return
+        loop = asyncio.get_running_loop()
+        self._running = loop.run_in_executor(None, self._checkpoint)
+        self._running.add_done_callback(self._ended)
+
+    def after_commit(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint on the crawl's connection when the WAL is past `restart_frames`, so
+        that the next transaction starts it over. Call between a commit and the next
+        transaction."""
+        if self.frames < self._restart_frames or conn.in_transaction:
+            return
+        row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self.restarts += 1
+        if row is not None and row[0] == 0 and row[1] == row[2]:
+            self.frames = 0  # every frame copied: the next transaction starts the WAL over
+
+    async def close(self) -> None:
+        if self._running is not None:
+            await asyncio.gather(self._running, return_exceptions=True)
+        await asyncio.get_running_loop().run_in_executor(None, self._close)
+
+    def _checkpoint(self) -> tuple[int, int, int]:
+        if self._conn is None:
+            self._conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA busy_timeout = 0")  # PASSIVE never waits anyway
+        row = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return (int(row[0]), int(row[1]), int(row[2])) if row is not None else (1, 0, 0)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _ended(self, done: asyncio.Future[tuple[int, int, int]]) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            # A failed checkpoint loses nothing (the WAL keeps every commit); say so once
+            # in a while rather than stop the crawl.
+            log.warning("trawl: a WAL checkpoint failed (%s); the next one retries", error)
+            return
+        self.background += 1
+        self.frames = done.result()[1]
+
+    def __repr__(self) -> str:
+        return (
+            f"<WalCheckpoints frames={self.frames} background={self.background} "
+            f"restarts={self.restarts}>"
+        )

@@ -1,0 +1,64 @@
+"""WAL checkpoints on a thread (store.wal_checkpoints), on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import TYPE_CHECKING
+
+from trawl.store.sqlite_db import open_database
+from trawl.store.wal_checkpoints import WalCheckpoints
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_the_wal_is_copied_on_the_thread_and_starts_over_past_its_bound(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+
+    async def crawl_like() -> tuple[WalCheckpoints, list[int]]:
+        conn = open_database(db)
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+        wal = WalCheckpoints.take_over(conn)
+        assert wal is not None
+        wal_bound = 64
+        wal._restart_frames = wal_bound
+        sizes = []
+        for batch in range(40):
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(50)]
+            )  # ~25 pages a commit
+            conn.execute("COMMIT")
+            wal.after_commit(conn)
+            wal.start()
+            await asyncio.sleep(0.01)
+            sizes.append((tmp_path / "crawl.db-wal").stat().st_size // 4096)
+            assert batch < 5 or wal.background > 0
+        await wal.close()
+        conn.close()
+        return wal, sizes
+
+    wal, sizes = asyncio.run(crawl_like())
+    assert wal.background > 0
+    assert wal.restarts > 0
+    # Without the restarts the WAL would hold all 40 x ~25 pages; with them it stays near
+    # the bound (plus a commit or two written while a checkpoint ran).
+    assert max(sizes) < 4 * 64
+    check = sqlite3.connect(db)
+    assert check.execute("SELECT count(*) FROM t").fetchone()[0] == 40 * 50
+    check.close()
+
+
+def test_an_in_memory_database_has_no_checkpoints_to_take_over() -> None:
+    conn = sqlite3.connect(":memory:")
+    assert WalCheckpoints.take_over(conn) is None
+    conn.close()
+
+
+def test_the_automatic_checkpoint_is_turned_off(tmp_path: Path) -> None:
+    conn = open_database(tmp_path / "crawl.db")
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    assert WalCheckpoints.take_over(conn) is not None
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    conn.close()

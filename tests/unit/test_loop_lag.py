@@ -1,0 +1,72 @@
+"""The loop-lag meter and the admission gate (loop.lag): pure parts, and one real loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from trawl.loop.lag import BURST, AdmissionGate, LoopLag, watch
+
+
+def test_lag_observations_fill_the_histogram_and_keep_the_latest_and_worst() -> None:
+    lag = LoopLag()
+    assert lag.describe() == ""
+    for value in (0.0005, 0.003, 0.2, 0.004):
+        lag.observe(value)
+    assert lag.last == 0.004
+    assert lag.worst == 0.2
+    assert lag.ticks == 4
+    assert lag.quantile(0.5) == 0.005
+    assert lag.quantile(0.99) == 0.25
+    assert lag.describe() == "p50 ≤ 5.0 ms, p99 ≤ 250 ms, worst 200 ms"
+
+
+def test_a_negative_lag_counts_as_on_time() -> None:
+    lag = LoopLag()
+    lag.observe(-0.001)  # a timer that fired a hair early
+    assert lag.last == 0.0
+    assert lag.quantile(0.5) == 0.001
+
+
+def test_the_gate_waits_only_while_the_loop_is_late() -> None:
+    lag = LoopLag()
+    gate = AdmissionGate(lag, high_s=0.02)
+    assert not gate.must_wait()
+    lag.observe(0.021)
+    assert gate.must_wait()
+    lag.observe(0.019)
+    assert not gate.must_wait()
+
+
+def test_the_gate_asks_for_a_yield_after_each_burst() -> None:
+    gate = AdmissionGate(LoopLag(), burst=BURST)
+    asks = [gate.must_yield() for _ in range(3 * BURST)]
+    assert asks.count(True) == 3
+    assert asks[BURST - 1]
+    assert not asks[BURST]
+
+
+def test_watch_sees_a_blocked_loop_and_the_gate_holds_new_work_until_it_catches_up() -> None:
+    async def main() -> tuple[LoopLag, float]:
+        lag = LoopLag()
+        stopped = asyncio.Event()
+        watcher = asyncio.create_task(watch(lag, stopped, tick_s=0.005))
+        await asyncio.sleep(0.02)
+        ticks = lag.ticks
+        time.sleep(0.08)  # noqa: ASYNC251 - a callback that holds the loop for 80 ms
+        gate = AdmissionGate(lag, high_s=0.02)
+        while lag.ticks == ticks:  # noqa: ASYNC110 - the watcher's next tick sees the stall
+            await asyncio.sleep(0)
+        assert lag.last >= 0.07
+        start = time.perf_counter()
+        await gate.wait()  # held until an on-time tick
+        held_for = time.perf_counter() - start
+        stopped.set()
+        await watcher
+        return lag, held_for
+
+    lag, held_for = asyncio.run(main())
+    assert lag.worst >= 0.07
+    assert lag.held >= 1
+    assert lag.last <= 0.02
+    assert held_for < 1.0
