@@ -110,13 +110,18 @@ async def _fetch_run(port: int, pages: int, concurrency: int, hosts: int) -> dic
 
     async with fetcher:
         await asyncio.gather(*(lane(i) for i in range(concurrency)))  # warm: connections, code
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        cpu0, wall0, user0 = time.process_time(), time.perf_counter(), os.times().user
         await asyncio.gather(*(lane(i) for i in range(concurrency)))
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        user = os.times().user - user0
     assert failed == 0, failed
     assert sent == 2 * pages, sent
     assert body_bytes == 2 * pages * len(_page())
-    return {"us_per_page": cpu / pages * 1e6, "pages_per_s": pages / wall}
+    return {
+        "us_per_page": cpu / pages * 1e6,
+        "user_us_per_page": user / pages * 1e6,
+        "pages_per_s": pages / wall,
+    }
 
 
 _RECORD: list[bytes] = []
@@ -171,12 +176,14 @@ async def _handoff_run(pages: int, concurrency: int) -> dict[str, Any]:
 
     try:
         await asyncio.gather(*(lane(i) for i in range(concurrency)))
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        cpu0, wall0, user0 = time.process_time(), time.perf_counter(), os.times().user
         await asyncio.gather(*(lane(i) for i in range(concurrency)))
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        user = os.times().user - user0
     finally:
         pool.shutdown()
     return {
+        "user_us_per_page": user / pages * 1e6,
         "us_per_page": cpu / pages * 1e6,
         "pages_per_s": pages / wall,
         "batches": workers.batches,
@@ -255,8 +262,10 @@ def main() -> None:
         if args.base is not None:
             variants = {"base": args.base, **variants}
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
-        for _ in range(args.rounds):
-            for name, src in variants.items():
+        for round_no in range(args.rounds):
+            # Alternate which goes first, so neither always follows the other's leftovers.
+            order = list(variants.items())[:: 1 if round_no % 2 == 0 else -1]
+            for name, src in order:
                 runs[name].append(_measure(src, args, port))
     finally:
         assert server.stdin is not None
@@ -277,12 +286,20 @@ def main() -> None:
         us = [r["us_per_page"] for r in rows]
         medians[name] = statistics.median(us)
         rate = statistics.median(r["pages_per_s"] for r in rows)
+        user_us = statistics.median(r["user_us_per_page"] for r in rows)
         print(
             f"{args.part:8} {name:5} {medians[name]:7.1f} µs CPU/page (median of {len(us)}; "
-            f"{' '.join(f'{u:.0f}' for u in us)}), {rate:.0f} pages/s"
+            f"{' '.join(f'{u:.0f}' for u in us)}), user {user_us:.1f} µs, {rate:.0f} pages/s"
         )
     if "base" in medians:
-        print(f"new/base: {medians['new'] / medians['base']:.3f}")
+        # Each round's pair ran back to back, under the same load from the machine's
+        # other users: the median of the paired ratios is steadier than medians' ratio.
+        for key in ("us_per_page", "user_us_per_page"):
+            pairs = [n[key] / b[key] for b, n in zip(*runs.values(), strict=True)]
+            print(
+                f"new/base {key}: median of paired rounds {statistics.median(pairs):.3f} "
+                f"({' '.join(f'{r:.2f}' for r in pairs)})"
+            )
 
 
 if __name__ == "__main__":
