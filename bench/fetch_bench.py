@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_BYTES = 100_000
 LINKS = 50
+WORKER_S = 0.003  # a worker's time on one page in the crawl (bench/RESULTS.md profile)
 
 
 def _page() -> bytes:
@@ -136,6 +137,7 @@ def echo_batch(pages: list[Any]) -> list[Any]:
         _RECORD.append(os.urandom(30_000))  # a gzip member is incompressible
     out = []
     for page in pages:
+        time.sleep(WORKER_S)  # the page work's time, without taking a core from the loop
         record = EncodedRecord(_RECORD[0], "sha1:X", "<urn:uuid:x>", None)
         links = tuple(
             FoundLink(f"{page.url}/l/{i}", f"{i:016x}", "bench.test") for i in range(LINKS)
@@ -144,7 +146,7 @@ def echo_batch(pages: list[Any]) -> list[Any]:
     return out
 
 
-async def _handoff_run(pages: int, concurrency: int) -> dict[str, Any]:
+async def _handoff_run(pages: int, rate: float) -> dict[str, Any]:
     import functools
 
     from trawl.loop.cpu_batches import BatchedWorkers
@@ -154,39 +156,55 @@ async def _handoff_run(pages: int, concurrency: int) -> dict[str, Any]:
     body = _page()
     pool = WorkerPool(functools.partial(start_process_pool, 2, _init_echo, ()))
     workers: BatchedWorkers[Any, Any] = BatchedWorkers(pool, echo_batch)
+    latencies: list[float] = []
 
-    async def lane(lane_no: int) -> None:
-        for n in range(lane_no, pages, concurrency):
-            page = PageInput(
-                f"http://site.test/page/{n}",
-                1.0,
-                "127.0.0.1",
-                b"HTTP/1.1 200 OK\r\n\r\n",
-                body,
-                False,
-                (),
-                "trawl",
-                True,
-                -1,
-                "",
-                b"GET / HTTP/1.1\r\n\r\n",
-            )
-            out = await workers.run(page)
-            assert len(out.links) == LINKS
+    async def one(n: int) -> None:
+        page = PageInput(
+            f"http://site.test/page/{n}",
+            1.0,
+            "127.0.0.1",
+            b"HTTP/1.1 200 OK\r\n\r\n",
+            body,
+            False,
+            (),
+            "trawl",
+            True,
+            -1,
+            "",
+            b"GET / HTTP/1.1\r\n\r\n",
+        )
+        start = time.perf_counter()
+        out = await workers.run(page)
+        latencies.append(time.perf_counter() - start)
+        assert len(out.links) == LINKS
+
+    async def arrive() -> None:
+        # Pages come as fetches end, at `rate` a second, each awaited by a task of its own.
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        async with asyncio.TaskGroup() as tasks:
+            for n in range(pages):
+                await asyncio.sleep(max(0.0, t0 + n / rate - loop.time()))
+                tasks.create_task(one(n))
 
     try:
-        await asyncio.gather(*(lane(i) for i in range(concurrency)))
+        await arrive()  # warm-up
+        latencies.clear()
+        batches0 = workers.batches
         cpu0, wall0, user0 = time.process_time(), time.perf_counter(), os.times().user
-        await asyncio.gather(*(lane(i) for i in range(concurrency)))
+        await arrive()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         user = os.times().user - user0
     finally:
         pool.shutdown()
+    latencies.sort()
     return {
         "user_us_per_page": user / pages * 1e6,
         "us_per_page": cpu / pages * 1e6,
         "pages_per_s": pages / wall,
-        "batches": workers.batches,
+        "pages_per_batch": pages / (workers.batches - batches0),
+        "latency_p50_ms": latencies[len(latencies) // 2] * 1e3,
+        "latency_p99_ms": latencies[len(latencies) * 99 // 100] * 1e3,
     }
 
 
@@ -198,7 +216,7 @@ def _child(args: argparse.Namespace) -> None:
     if args.part == "fetch":
         out = asyncio.run(_fetch_run(args.port, args.pages, args.concurrency, args.hosts))
     else:
-        out = asyncio.run(_handoff_run(args.pages, args.concurrency))
+        out = asyncio.run(_handoff_run(args.pages, args.rate))
     print(json.dumps(out))
 
 
@@ -222,6 +240,8 @@ def _measure(src: Path, args: argparse.Namespace, port: int) -> dict[str, Any]:
         str(args.concurrency),
         "--hosts",
         str(args.hosts),
+        "--rate",
+        str(args.rate),
     ]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -238,6 +258,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=400.0, help="handoff: pages a second")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -291,6 +312,12 @@ def main() -> None:
             f"{args.part:8} {name:5} {medians[name]:7.1f} µs CPU/page (median of {len(us)}; "
             f"{' '.join(f'{u:.0f}' for u in us)}), user {user_us:.1f} µs, {rate:.0f} pages/s"
         )
+        extra = [k for k in ("pages_per_batch", "latency_p50_ms", "latency_p99_ms") if k in rows[0]]
+        if extra:
+            print(
+                "               "
+                + ", ".join(f"{k} {statistics.median(r[k] for r in rows):.1f}" for k in extra)
+            )
     if "base" in medians:
         # Each round's pair ran back to back, under the same load from the machine's
         # other users: the median of the paired ratios is steadier than medians' ratio.
