@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import ipaddress
 import socket
 import time
@@ -53,6 +54,16 @@ def _parse_ip(text: str) -> str | None:
     """The canonical text of an IP address (IPv6 may be bracketed), or None."""
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
+    # An IPv4 address ends in a digit and an IPv6 one holds a colon: any other text, every
+    # hostname the crawl resolves included, is no address without the ~5 us ValueError.
+    if ":" not in text and not text[-1:].isdigit():
+        return None
+    return _canonical_ip(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_ip(text: str) -> str | None:
+    # Cached: IP-literal URLs ask for the same few addresses page after page.
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:

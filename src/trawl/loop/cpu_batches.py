@@ -5,6 +5,10 @@ thread, a manager thread, a concurrent future chained to an asyncio one) cost 0.
 page in bench/profile_crawl.py — more than parsing, hashing and compressing the page.
 Batching a few pages per call pays that once per batch. A batch goes out when it is full
 or `max_wait_s` after its first page, so a quiet crawl adds at most that much latency.
+The wait is 20 ms, not less: each batch still costs the loop ~0.6 ms of CPU (threads
+woken, pipes written), and at 400 pages/s a 3 ms wait made batches of 1.9 pages, 20 ms
+makes ~9 (bench/fetch_bench.py --part handoff, issue 17). The added latency holds no
+site: a site is released before its page's outcome is worked out (loop.crawler).
 A batch whose worker died is redone on a fresh pool (loop.workers.WorkerPool).
 """
 
@@ -31,7 +35,7 @@ class BatchedWorkers(Generic[In, Out]):
         fn_batch: Callable[[list[In]], list[Out | BaseException]],
         *,
         max_batch: int = 16,
-        max_wait_s: float = 0.003,
+        max_wait_s: float = 0.02,
     ) -> None:
         self._pool = pool
         self._fn_batch = fn_batch
