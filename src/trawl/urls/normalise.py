@@ -25,6 +25,7 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -41,7 +42,15 @@ try:
 except ImportError:  # pragma: no cover - idna comes with aiohttp (via yarl)
     _HAS_IDNA = False  # fall back to the stdlib codec, which knows only IDNA 2003
 
-__all__ = ["DEFAULT_RULES", "NormaliseRules", "normalise_url", "url_hash"]
+__all__ = [
+    "DEFAULT_RULES",
+    "BaseNeed",
+    "NormaliseRules",
+    "base_need",
+    "base_scopes",
+    "normalise_url",
+    "url_hash",
+]
 
 _DEFAULT_TRACKING = (
     "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid",
@@ -346,3 +355,50 @@ def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEF
 def url_hash(normalised_url: str) -> str:
     """First 32 hex digits of the SHA-256 of the URL's UTF-8 bytes (the page record key)."""
     return hashlib.sha256(normalised_url.encode("utf-8")).hexdigest()[:32]
+
+
+class BaseNeed(IntEnum):
+    """How much of the base URL `normalise_url(href, base)` reads, judged from `href` alone.
+
+    Memos of normalised links key on it (see urls/link_memo.py), so each value promises:
+    two bases with the same part named here give the same answer (URL or InvalidUrl).
+    """
+
+    NOTHING = 0  # "http(s)://h...": brings its own scheme and host
+    ORIGIN = 1  # "/path", "//h/path": the base's scheme and authority (`base_scopes[0]`)
+    DIRECTORY = 2  # "path", "../path": also its path up to the last "/" (`base_scopes[1]`)
+    WHOLE = 3  # anything else: "?q", "#f", "//host", "http:x", odd spacing, ...
+
+
+def base_need(href: str) -> BaseNeed:
+    """Which part of the base `href` resolves against (conservative: WHOLE when unsure).
+
+    The checks mirror `_clean` (which strips nothing before "h" or "/" and removes no letter,
+    digit or "."), `urlsplit` (no ":", no scheme) and `_resolve`:
+    - "http://" or "https://": a host of its own, or none, and then InvalidUrl whatever the
+      base says ("http:///x" read against an http base is "//" + "/x", still without a host);
+    - "/": path-absolute, or network-path ("//h", "/\\h") which reads only the scheme;
+    - a letter, digit or "." and no ":" anywhere: a relative path, never empty, so the base's
+      query (which "", "?q" and "#f" would keep) is not read.
+    """
+    first = href[:1]
+    if first == "/":
+        return BaseNeed.ORIGIN
+    if ":" in href:
+        is_absolute = href.startswith(("http://", "https://"))
+        return BaseNeed.NOTHING if is_absolute else BaseNeed.WHOLE
+    if first.isalnum() or first == ".":
+        return BaseNeed.DIRECTORY
+    return BaseNeed.WHOLE
+
+
+def base_scopes(base: str) -> tuple[str, str]:
+    """(origin, directory) of `base` as `_resolve` reads them, unnormalised.
+
+    "http://h:80/a/b?q" gives ("http://h:80", "http://h:80/a/"); distinct (scheme, authority)
+    or (scheme, authority, directory) give distinct strings, since an authority has no "/".
+    Raises InvalidUrl if `base` is not an absolute http(s) URL.
+    """
+    scheme, netloc, path, _ = _split_base(base)
+    origin = f"{scheme}://{netloc}"
+    return origin, origin + path[: path.rfind("/") + 1]

@@ -1,0 +1,165 @@
+"""The link memo: its keys never change an answer, and it gives the plain loop's output."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from trawl.errors import InvalidUrl
+from trawl.urls.link_memo import LinkMemo
+from trawl.urls.normalise import (
+    BaseNeed,
+    base_need,
+    base_scopes,
+    normalise_url,
+    url_hash,
+)
+from trawl.urls.registered_domain import site_of_normalised
+
+
+class Link(NamedTuple):
+    url: str
+    url_hash: str
+    site: str
+
+
+def _outcome(href: str, base: str) -> str:
+    try:
+        return normalise_url(href, base)
+    except InvalidUrl:
+        return "<invalid>"
+
+
+def _plain_links(hrefs: list[str], base: str) -> tuple[list[Link], int]:
+    """normalise_links as it was before the memo (commit d985f65)."""
+    seen: set[str] = set()
+    out: list[Link] = []
+    bad = 0
+    for href in hrefs:
+        try:
+            url = normalise_url(href, base)
+            site = site_of_normalised(url)
+        except (InvalidUrl, ValueError):
+            bad += 1
+            continue
+        if url in seen:
+            continue
+        seen.add(url)
+        out.append(Link(url, url_hash(url), site))
+    return out, bad
+
+
+# Characters that move the parser's decisions: delimiters, cleaning, escapes, dots, colons.
+_TRICKY = st.text(alphabet="ab/\\?#:.;%\t\n @[]Aé0", max_size=12)
+_HREFS = st.one_of(
+    _TRICKY,
+    st.tuples(
+        st.sampled_from(["", "/", "//", "./", "../", "http://", "https://", "HTTP://", "http:"]),
+        _TRICKY,
+    ).map("".join),
+    st.text(max_size=12),
+)
+_HOSTS = st.sampled_from(["h", "H.example", "[::1]", "h:8080", "u@h", "é.de", "h:x", ""])
+_PATHS = st.text(alphabet="ab/.;%?#:\\é", max_size=10)
+_BASES = st.one_of(
+    st.builds(
+        lambda s, h, p: f"{s}://{h}{p}", st.sampled_from(["http", "https", "ftp"]), _HOSTS, _PATHS
+    ),
+    st.text(max_size=10),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_HREFS, _BASES, _PATHS)
+def test_bases_that_share_what_an_href_needs_give_the_same_answer(
+    href: str, base: str, rest: str
+) -> None:
+    """The memo's soundness: only the part of the base named by base_need changes answers."""
+    need = base_need(href)
+    assume(need is not BaseNeed.WHOLE)
+    if need is BaseNeed.NOTHING:
+        other = rest  # any text at all, even no URL
+    else:
+        try:
+            scopes = base_scopes(base)
+        except InvalidUrl:
+            return
+        # Keep the needed part of `base`, put anything after it.
+        kept = scopes[need - 1]
+        other = kept + ("/" if need is BaseNeed.ORIGIN else "") + rest
+        assume(base_scopes(other)[need - 1] == kept)
+    assert _outcome(href, base) == _outcome(href, other)
+
+
+@pytest.mark.parametrize(
+    ("href", "need"),
+    [
+        ("http://h/x", BaseNeed.NOTHING),
+        ("https://h", BaseNeed.NOTHING),
+        ("http:///x", BaseNeed.NOTHING),  # no host: invalid against any base
+        ("http://\t/h", BaseNeed.NOTHING),  # the tab goes, and the host with it
+        ("http:/\t/h", BaseNeed.WHOLE),
+        ("/x", BaseNeed.ORIGIN),
+        ("/", BaseNeed.ORIGIN),
+        ("//h/x", BaseNeed.ORIGIN),  # network-path: reads the scheme only
+        ("/\\h", BaseNeed.ORIGIN),  # a backslash is a slash: network-path too
+        ("/\t/h", BaseNeed.ORIGIN),  # the tab is dropped: network-path too
+        ("x.html", BaseNeed.DIRECTORY),
+        ("../x", BaseNeed.DIRECTORY),
+        ("http:x", BaseNeed.WHOLE),  # relative to an http base, invalid against https
+        ("a:b", BaseNeed.WHOLE),
+        ("?q", BaseNeed.WHOLE),
+        ("#f", BaseNeed.WHOLE),
+        ("", BaseNeed.WHOLE),
+        (" x", BaseNeed.WHOLE),
+    ],
+)
+def test_base_need_examples(href: str, need: BaseNeed) -> None:
+    assert base_need(href) is need
+
+
+def test_base_scopes_are_origin_and_directory_unnormalised() -> None:
+    assert base_scopes("HTTP://H:80/a/b?q#f") == ("http://H:80", "http://H:80/a/")
+    assert base_scopes("https://h") == ("https://h", "https://h/")
+    with pytest.raises(InvalidUrl):
+        base_scopes("ftp://h/")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.lists(_HREFS, max_size=8), _BASES), max_size=6), st.integers(1, 20))
+def test_memo_gives_the_plain_loops_links_page_after_page(
+    pages: list[tuple[list[str], str]], max_entries: int
+) -> None:
+    memo = LinkMemo(Link, max_entries=max_entries)
+    for _ in range(2):  # the second round answers from the memo
+        for hrefs, base in pages:
+            assert memo.links(hrefs, base) == _plain_links(hrefs, base)
+    assert memo.stats().entries <= max_entries + max((len(h) for h, _ in pages), default=0)
+
+
+def test_memo_answers_a_sites_navigation_once() -> None:
+    memo = LinkMemo(Link)
+    nav = ["/", "/about", "news/", "http://other.example/", "mailto:x@y"]
+    for page in ("a.html", "b.html", "c/d.html"):
+        links, bad = memo.links(nav, f"http://site.example/{page}")
+        assert bad == 1
+    assert [link.url for link in links] == [
+        "http://site.example/",
+        "http://site.example/about",
+        "http://site.example/c/news/",
+        "http://other.example/",
+    ]
+    # "/" and "/about" once for the site, "news/" once per directory, the absolute URL
+    # once, and "mailto:" (which the memo does not try to understand) once per base.
+    assert memo.stats().misses == 2 + 2 + 1 + 3
+    assert repr(memo) == "<LinkMemo entries=8/32768 misses=8/15>"
+
+
+def test_memo_is_bounded() -> None:
+    memo = LinkMemo(Link, max_entries=10)
+    for i in range(100):
+        memo.links([f"/p{i}-{j}" for j in range(3)], "http://site.example/")
+    assert memo.stats().entries <= 10 + 3
