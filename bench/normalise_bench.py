@@ -4,16 +4,33 @@ Run: `python bench/normalise_bench.py`. The mix is what a news page's links look
 mostly relative paths, some absolute same-site and off-site links, a few with tracking
 parameters, escapes or dot segments, and a few invalid ones (mailto:, javascript:).
 The baseline is `urllib.parse.urljoin` alone, which does a small part of the work.
+
+`python -m bench.normalise_bench --pages [--baseline-src /tmp/base17u/src]` also times
+`normalise_links` (normalise + urlHash + site, with the worker's link memo) page by page
+over the real links of the quick bench web (800 sites x 12 pages, generated into
+/tmp/trawl-bench-web-quick or reused), in crawl order (round robin over sites, every
+second page, as one of two workers sees them) and in site order, plus the synthetic mix
+cut into 48-link pages. Each figure comes from a fresh process (a cold memo, as a new
+worker), baseline and candidate interleaved; the baseline is another checkout's src
+(`git worktree add --detach /tmp/base17u d985f65` for the code before the memo).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import itertools
+import json
+import os
+import pickle
 import platform
 import random
 import subprocess
 import sys
+import time
 import timeit
+import tracemalloc
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
@@ -95,5 +112,106 @@ def main() -> None:
     print(f"url_hash                     : {hash_s / len(hashes) * 1e6:6.2f} us/call")
 
 
+PAGES_FILE = Path("/tmp/trawl-bench-normalise-pages.pkl")
+Page = tuple[tuple[str, ...], str]
+
+
+def _bench_web_pages() -> list[Page]:
+    """(hrefs, base) of every page of the quick bench web under every host name, in crawl
+    order: round robin over sites (a polite crawl spreads a site's pages out in time)."""
+    from bench.webfarm.generate import generate_web
+    from trawl.parse.links import extract_links
+
+    spec = generate_web(Path("/tmp/trawl-bench-web-quick"), n_sites=800, pages_per_site=12)
+    per_site: list[list[Page]] = []
+    for site in spec.sites:
+        pages: list[Page] = []
+        for host in site.hosts:
+            for path in spec.page_paths:
+                file = spec.root / "www" / site.host / (path[1:] or "")
+                file = file / "index.html" if path.endswith("/") else file
+                parsed = extract_links(file.read_bytes(), f"http://{host}{path}")
+                pages.append((parsed.hrefs, parsed.base_url))
+        per_site.append(pages)
+    return [p for round_ in itertools.zip_longest(*per_site) for p in round_ if p is not None]
+
+
+def _child(kind: str, memory: bool) -> None:
+    """Run in a fresh process with the PYTHONPATH of the code under test; prints JSON."""
+    from trawl.parse import page_work
+
+    if kind == "synthetic":
+        rng = random.Random(7)
+        links = _links(rng, 48 * 2000)
+        pages = [(tuple(links[i : i + 48]), rng.choice(BASES)) for i in range(0, len(links), 48)]
+    else:
+        pages = pickle.loads(PAGES_FILE.read_bytes())
+        pages = pages[::2] if kind == "crawl" else sorted(pages, key=lambda p: p[1])
+    if memory:
+        tracemalloc.start()
+    start = time.perf_counter()
+    for hrefs, base in pages:
+        page_work.normalise_links(hrefs, base)
+    elapsed = time.perf_counter() - start
+    memo = getattr(page_work, "_link_memo", None)
+    stats = memo.stats() if memo is not None else None
+    print(
+        json.dumps(
+            {
+                "s": elapsed,
+                "pages": len(pages),
+                "links": sum(len(h) for h, _ in pages),
+                "hit_rate": 1 - stats.misses / stats.lookups if stats else None,
+                "entries": stats.entries if stats else None,
+                "traced_mb": tracemalloc.get_traced_memory()[0] / 1e6 if memory else None,
+            }
+        )
+    )
+
+
+def _run_child(src: str, kind: str, memory: bool = False) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": src}
+    args = [sys.executable, __file__, "--child", kind] + (["--memory"] if memory else [])
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout
+    result: dict[str, float] = json.loads(out)
+    return result
+
+
+def pages_main(baseline_src: str, rounds: int) -> None:
+    if not PAGES_FILE.exists():
+        PAGES_FILE.write_bytes(pickle.dumps(_bench_web_pages()))
+    candidate_src = str(Path(__file__).resolve().parent.parent / "src")
+    for kind in ("crawl", "by-site", "synthetic"):
+        best: dict[str, dict[str, float]] = {}
+        for _ in range(rounds):  # interleaved: the machine's noise hits both alike
+            for name, src in (("baseline", baseline_src), ("candidate", candidate_src)):
+                got = _run_child(src, kind)
+                if name not in best or got["s"] < best[name]["s"]:
+                    best[name] = got
+        for name, got in best.items():
+            mem = _run_child(baseline_src if name == "baseline" else candidate_src, kind, True)
+            hit = "" if got["hit_rate"] is None else f"  memo hits {got['hit_rate']:.1%}"
+            print(
+                f"{kind:9} {name:9}: {got['s'] / got['links'] * 1e6:5.2f} us/link "
+                f"{got['s'] / got['pages'] * 1e3:6.3f} ms/page "
+                f"({got['pages']:.0f} pages, {got['links'] / got['pages']:.1f} links/page)"
+                f"{hit}  heap +{mem['traced_mb']:.1f} MB"
+            )
+        ratio = best["baseline"]["s"] / best["candidate"]["s"]
+        print(f"{kind:9} candidate is {ratio:.2f}x as fast (best of {rounds})")
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pages", action="store_true", help="also time normalise_links")
+    parser.add_argument("--baseline-src", default="/tmp/base17u/src")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", choices=["crawl", "by-site", "synthetic"])
+    parser.add_argument("--memory", action="store_true")
+    cli = parser.parse_args()
+    if cli.child:
+        _child(cli.child, cli.memory)
+    else:
+        main()
+        if cli.pages:
+            pages_main(cli.baseline_src, cli.rounds)

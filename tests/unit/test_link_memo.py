@@ -16,6 +16,7 @@ from trawl.urls.normalise import (
     base_scopes,
     normalise_url,
     url_hash,
+    without_fragment,
 )
 from trawl.urls.registered_domain import site_of_normalised
 
@@ -94,6 +95,29 @@ def test_bases_that_share_what_an_href_needs_give_the_same_answer(
     assert _outcome(href, base) == _outcome(href, other)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.tuples(_HREFS, st.sampled_from(["", "#", "#f", "#a:b", "# ", "#?q", "#/x"])), _BASES)
+def test_a_cut_fragment_never_changes_the_answer(parts: tuple[str, str], base: str) -> None:
+    href = "".join(parts)
+    assert _outcome(without_fragment(href), base) == _outcome(href, base)
+
+
+@pytest.mark.parametrize(
+    ("href", "cut"),
+    [
+        ("a.html#top", "a.html"),
+        ("/#s1", "/"),
+        ("http://h/x#y#z", "http://h/x"),
+        ("#top", "#top"),  # keeps the base's query: not the same as ""
+        ("a #top", "a #top"),  # "a%20", but "a " would be stripped to "a"
+        ("a\t#top", "a\t#top"),
+        ("a" * 8192 + "#" + "f" * 10, "a" * 8192 + "#" + "f" * 10),  # over 4 x max_length
+    ],
+)
+def test_without_fragment_examples(href: str, cut: str) -> None:
+    assert without_fragment(href) == cut
+
+
 @pytest.mark.parametrize(
     ("href", "need"),
     [
@@ -129,15 +153,15 @@ def test_base_scopes_are_origin_and_directory_unnormalised() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.tuples(st.lists(_HREFS, max_size=8), _BASES), max_size=6), st.integers(1, 20))
+@given(st.lists(st.tuples(st.lists(_HREFS, max_size=8), _BASES), max_size=6), st.integers(1, 3000))
 def test_memo_gives_the_plain_loops_links_page_after_page(
-    pages: list[tuple[list[str], str]], max_entries: int
+    pages: list[tuple[list[str], str]], max_bytes: int
 ) -> None:
-    memo = LinkMemo(Link, max_entries=max_entries)
+    memo = LinkMemo(Link, max_bytes=max_bytes)
     for _ in range(2):  # the second round answers from the memo
         for hrefs, base in pages:
             assert memo.links(hrefs, base) == _plain_links(hrefs, base)
-    assert memo.stats().entries <= max_entries + max((len(h) for h, _ in pages), default=0)
+    assert memo.stats().entries <= max_bytes // 250 + max((len(h) for h, _ in pages), default=0)
 
 
 def test_memo_answers_a_sites_navigation_once() -> None:
@@ -155,11 +179,15 @@ def test_memo_answers_a_sites_navigation_once() -> None:
     # "/" and "/about" once for the site, "news/" once per directory, the absolute URL
     # once, and "mailto:" (which the memo does not try to understand) once per base.
     assert memo.stats().misses == 2 + 2 + 1 + 3
-    assert repr(memo) == "<LinkMemo entries=8/32768 misses=8/15>"
+    # 250 an entry, the keys' characters (68), the five URLs' (118).
+    assert repr(memo) == "<LinkMemo entries=8 bytes=2186/16000000 misses=8/15>"
 
 
 def test_memo_is_bounded() -> None:
-    memo = LinkMemo(Link, max_entries=10)
+    memo = LinkMemo(Link, max_bytes=2500)
     for i in range(100):
         memo.links([f"/p{i}-{j}" for j in range(3)], "http://site.example/")
+    # Emptied when a page starts with 2,500 bytes or more counted: at most 10 entries
+    # (250 bytes each and more) plus one page's three.
     assert memo.stats().entries <= 10 + 3
+    assert memo.stats().lookups == 300

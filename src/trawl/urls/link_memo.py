@@ -3,18 +3,18 @@
 How this works. A site's navigation links repeat on every one of its pages, and links to
 other sites' home pages repeat across sites, so most of a page's links were seen before by
 the same worker. The memo keeps `make(url, url_hash(url), site)`, or None for an href the
-normaliser rejects, keyed by the href and by only the part of the base that its resolution
-reads (`base_need`): nothing for "http://h/x", the origin for "/x", the directory for
-"x.html", the whole base otherwise. So "/about" is looked up once per site, not per page,
-and the answer is the one `normalise_url` would give (tests/unit/test_link_memo.py checks
-both the keys and the whole memo against the plain loop).
+normaliser rejects, keyed by the href without its fragment (`without_fragment`) and by only
+the part of the base that its resolution reads (`base_need`): nothing for "http://h/x",
+the origin for "/x", the directory for "x.html", the whole base otherwise. So "/about" is
+normalised once per site, not once per page, and the answer is the one `normalise_url`
+gives (tests/unit/test_link_memo.py checks the keys, and the memo against the plain loop).
 
-Memory bound: at most `max_entries` entries plus one page's links; when a page starts with
-the memo full, it is emptied (simpler and cheaper than LRU bookkeeping per link; a site's
-navigation links come back within a page or two). An entry is ~450 bytes on the bench web
-(the key href, a tuple of url, 32-hex hash and shared site string, dict slots), so the
-default 32,768 entries stay under ~16 MB per worker process (bench/normalise_bench.py
---pages prints the measured figure).
+Memory bound: the memo counts ~`_ENTRY_BYTES` plus the key's and the URL's characters per
+entry (measured with tracemalloc on the bench web: dict slots, key, value tuple, url, hash;
+shared site strings and per-base tables are small) and empties itself when a page starts
+with more than `max_bytes` counted, so it holds at most `max_bytes` plus one page's links:
+16 MB by default, under 20 MB per worker process with the tables' slack. Emptying is
+cheaper than LRU bookkeeping per link, and a site's navigation comes back within a page.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from trawl.urls.normalise import (
     base_scopes,
     normalise_url,
     url_hash,
+    without_fragment,
 )
 from trawl.urls.registered_domain import site_of_normalised
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 __all__ = ["LinkMemo", "LinkMemoStats"]
+
+_ENTRY_BYTES = 250  # per entry besides the key's and URL's characters (see above)
 
 
 class _HasUrl(Protocol):
@@ -51,6 +54,7 @@ LinkT = TypeVar("LinkT", bound=_HasUrl)
 @dataclass(frozen=True, slots=True)
 class LinkMemoStats:
     entries: int
+    bytes: int  # estimated memory held (see the module's docstring)
     lookups: int  # hrefs looked up since the memo was made
     misses: int  # of those, hrefs normalised because the memo did not hold them
 
@@ -65,35 +69,38 @@ class LinkMemo(Generic[LinkT]):
         self,
         make: Callable[[str, str, str], LinkT],
         rules: NormaliseRules = DEFAULT_RULES,
-        max_entries: int = 32_768,
+        max_bytes: int = 16_000_000,
     ) -> None:
         self.rules = rules
         self._make = make
-        self._max_entries = max_entries
+        self._max_bytes = max_bytes
         self._absolute: dict[str, LinkT | None] = {}
         # Keyed by base_scopes' origin, directory, and whole base: kept apart so that a
         # string that is one page's origin and another's whole base cannot meet.
         self._scoped: tuple[dict[str, dict[str, LinkT | None]], ...] = ({}, {}, {})
         self._entries = 0
+        self._bytes = 0  # estimated, see the module's docstring
         self._lookups = 0
         self._misses = 0
 
     def links(self, hrefs: Iterable[str], base: str) -> tuple[list[LinkT], int]:
         """(links in href order without repeated URLs, how many hrefs were rejected)."""
-        if self._entries >= self._max_entries:
+        if self._bytes >= self._max_bytes:
             self._clear()
         tables = self._tables(base)
         seen: set[str] = set()
         out: list[LinkT] = []
         bad = 0
         lookups = 0
+        rules = self.rules
         for href in hrefs:
             lookups += 1
-            table = tables[base_need(href)]
+            key = without_fragment(href, rules) if "#" in href else href
+            table = tables[base_need(key)]
             try:
-                link = table[href]
+                link = table[key]
             except KeyError:  # free when not raised (3.11); a miss costs ~10 us anyway
-                link = table[href] = self._normalise(href, base)
+                link = table[key] = self._normalise(key, base)
             if link is None:
                 bad += 1
             elif link.url not in seen:
@@ -103,11 +110,14 @@ class LinkMemo(Generic[LinkT]):
         return out, bad
 
     def stats(self) -> LinkMemoStats:
-        return LinkMemoStats(self._entries, self._lookups, self._misses)
+        return LinkMemoStats(self._entries, self._bytes, self._lookups, self._misses)
 
     def __repr__(self) -> str:
         s = self.stats()
-        return f"<LinkMemo entries={s.entries}/{self._max_entries} misses={s.misses}/{s.lookups}>"
+        return (
+            f"<LinkMemo entries={s.entries} bytes={s.bytes}/{self._max_bytes}"
+            f" misses={s.misses}/{s.lookups}>"
+        )
 
     def _tables(self, base: str) -> tuple[dict[str, LinkT | None], ...]:
         """The four tables for this base, indexed by BaseNeed."""
@@ -130,11 +140,13 @@ class LinkMemo(Generic[LinkT]):
     def _normalise(self, href: str, base: str) -> LinkT | None:
         self._entries += 1
         self._misses += 1
+        self._bytes += _ENTRY_BYTES + len(href)
         try:
             url = normalise_url(href, base, self.rules)
             site = site_of_normalised(url)
         except (InvalidUrl, ValueError):
             return None
+        self._bytes += len(url)
         return self._make(url, url_hash(url), site)
 
     def _clear(self) -> None:
@@ -142,3 +154,4 @@ class LinkMemo(Generic[LinkT]):
         for table in self._scoped:
             table.clear()
         self._entries = 0
+        self._bytes = 0

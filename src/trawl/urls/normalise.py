@@ -50,6 +50,7 @@ __all__ = [
     "base_scopes",
     "normalise_url",
     "url_hash",
+    "without_fragment",
 ]
 
 _DEFAULT_TRACKING = (
@@ -402,3 +403,16 @@ def base_scopes(base: str) -> tuple[str, str]:
     scheme, netloc, path, _ = _split_base(base)
     origin = f"{scheme}://{netloc}"
     return origin, origin + path[: path.rfind("/") + 1]
+
+
+def without_fragment(href: str, rules: NormaliseRules = DEFAULT_RULES) -> str:
+    """`href` cut before its "#" when that cannot change `normalise_url`'s answer, else `href`.
+
+    The fragment is dropped anyway; the cut is unsafe only for a lone "#f" (whose empty path
+    keeps the base's query), when a space would end up last and be stripped ("a #f" keeps
+    "a%20"), or for a text long enough that the fragment decides the length check.
+    """
+    cut = href.find("#")
+    if cut <= 0 or href[cut - 1] <= " " or len(href) > 4 * rules.max_length:
+        return href
+    return href[:cut]
