@@ -285,10 +285,24 @@ def _split_base(base: str) -> tuple[str, str, str, str]:
     return scheme, netloc, path or "/", query
 
 
+# urlsplit's parse of a text `_clean` has already stripped, in one match: the scheme is the
+# text before the first ":" if that is a letter then scheme characters; then "//" and the
+# netloc up to "/", "?" or "#"; the path up to "?" or "#"; the query up to "#"; the rest.
+_SPLIT = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S
+)
+
+
 def _split(text: str, raw: str) -> tuple[str, str, str, str, str]:
-    try:
+    """`urlsplit(text)` for a cleaned text, ~4x as fast when the netloc is plain ASCII."""
+    match = _SPLIT.match(text)
+    assert match is not None  # every group is optional and the path takes any other text
+    scheme, netloc, path, query, fragment = match.groups("")
+    if netloc.isascii() and "[" not in netloc and "]" not in netloc:
+        return scheme.lower(), netloc, path, query, fragment
+    try:  # urlsplit checks IPv6 brackets and NFKC tricks in the netloc: let it
         return urlsplit(text)
-    except ValueError as exc:  # bad IPv6 brackets, NFKC tricks in the netloc, ...
+    except ValueError as exc:
         raise InvalidUrl(f"{raw!r} is not a valid URL: {exc}") from None
 
 
