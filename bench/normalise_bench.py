@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import itertools
-import json
-import os
 import pickle
 import platform
 import random
@@ -35,7 +34,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from trawl.errors import InvalidUrl
+from trawl.parse.page_work import FoundLink
+from trawl.urls.link_memo import DEFAULT_MAX_BYTES, LinkMemo
 from trawl.urls.normalise import normalise_url, url_hash
+from trawl.urls.registered_domain import site_of_normalised
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -136,82 +138,103 @@ def _bench_web_pages() -> list[Page]:
     return [p for round_ in itertools.zip_longest(*per_site) for p in round_ if p is not None]
 
 
-def _child(kind: str, memory: bool) -> None:
-    """Run in a fresh process with the PYTHONPATH of the code under test; prints JSON."""
-    from trawl.parse import page_work
+def _baseline_links(src: str) -> Callable[[tuple[str, ...], str], object]:
+    """normalise_links as at commit d985f65 (no memo), on the normaliser found under `src`."""
+    path = Path(src) / "trawl" / "urls" / "normalise.py"
+    spec = importlib.util.spec_from_file_location("baseline_normalise", path)
+    assert spec is not None
+    assert spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = old  # dataclasses look their module up while building
+    spec.loader.exec_module(old)
 
-    if kind == "synthetic":
-        rng = random.Random(7)
-        links = _links(rng, 48 * 2000)
-        pages = [(tuple(links[i : i + 48]), rng.choice(BASES)) for i in range(0, len(links), 48)]
-    else:
-        pages = pickle.loads(PAGES_FILE.read_bytes())
-        pages = pages[::2] if kind == "crawl" else sorted(pages, key=lambda p: p[1])
-    if memory:
-        tracemalloc.start()
-    start = time.perf_counter()
-    for hrefs, base in pages:
-        page_work.normalise_links(hrefs, base)
-    elapsed = time.perf_counter() - start
-    memo = getattr(page_work, "_link_memo", None)
-    stats = memo.stats() if memo is not None else None
-    print(
-        json.dumps(
-            {
-                "s": elapsed,
-                "pages": len(pages),
-                "links": sum(len(h) for h, _ in pages),
-                "hit_rate": 1 - stats.misses / stats.lookups if stats else None,
-                "entries": stats.entries if stats else None,
-                "traced_mb": tracemalloc.get_traced_memory()[0] / 1e6 if memory else None,
-            }
-        )
-    )
+    def links(hrefs: tuple[str, ...], base: str) -> object:
+        seen: set[str] = set()
+        out: list[FoundLink] = []
+        bad = 0
+        for href in hrefs:
+            try:
+                url = old.normalise_url(href, base, old.DEFAULT_RULES)
+                site = site_of_normalised(url)
+            except (InvalidUrl, ValueError):
+                bad += 1
+                continue
+            if url in seen:
+                continue
+            seen.add(url)
+            out.append(FoundLink(url, old.url_hash(url), site))
+        return tuple(out), bad
+
+    return links
 
 
-def _run_child(src: str, kind: str, memory: bool = False) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": src}
-    args = [sys.executable, __file__, "--child", kind] + (["--memory"] if memory else [])
-    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout
-    result: dict[str, float] = json.loads(out)
-    return result
+def _synthetic_pages() -> list[Page]:
+    rng = random.Random(7)
+    links = _links(rng, 48 * 2000)
+    return [(tuple(links[i : i + 48]), rng.choice(BASES)) for i in range(0, len(links), 48)]
 
 
 def pages_main(baseline_src: str, rounds: int) -> None:
     if not PAGES_FILE.exists():
         PAGES_FILE.write_bytes(pickle.dumps(_bench_web_pages()))
-    candidate_src = str(Path(__file__).resolve().parent.parent / "src")
-    for kind in ("crawl", "by-site", "synthetic"):
-        best: dict[str, dict[str, float]] = {}
+    web: list[Page] = pickle.loads(PAGES_FILE.read_bytes())
+    baseline = _baseline_links(baseline_src)
+    print(f"baseline: normalise_links of d985f65 with {baseline_src}/trawl/urls/normalise.py")
+    orders = {
+        "crawl": web[::2],  # one of two workers, round robin over sites
+        "by-site": sorted(web, key=lambda page: page[1]),
+        "synthetic": _synthetic_pages(),
+    }
+    for kind, pages in orders.items():
+        n_links = sum(len(hrefs) for hrefs, _ in pages)
+        best = {"baseline": float("inf"), "candidate": float("inf")}
         for _ in range(rounds):  # interleaved: the machine's noise hits both alike
-            for name, src in (("baseline", baseline_src), ("candidate", candidate_src)):
-                got = _run_child(src, kind)
-                if name not in best or got["s"] < best[name]["s"]:
-                    best[name] = got
-        for name, got in best.items():
-            mem = _run_child(baseline_src if name == "baseline" else candidate_src, kind, True)
-            hit = "" if got["hit_rate"] is None else f"  memo hits {got['hit_rate']:.1%}"
+            start = time.perf_counter()
+            for hrefs, base in pages:
+                baseline(hrefs, base)
+            best["baseline"] = min(best["baseline"], time.perf_counter() - start)
+            memo = LinkMemo(FoundLink)  # cold, as in a new worker process
+            start = time.perf_counter()
+            for hrefs, base in pages:
+                memo.links(hrefs, base)
+            best["candidate"] = min(best["candidate"], time.perf_counter() - start)
+        stats = memo.stats()
+        for name, seconds in best.items():
             print(
-                f"{kind:9} {name:9}: {got['s'] / got['links'] * 1e6:5.2f} us/link "
-                f"{got['s'] / got['pages'] * 1e3:6.3f} ms/page "
-                f"({got['pages']:.0f} pages, {got['links'] / got['pages']:.1f} links/page)"
-                f"{hit}  heap +{mem['traced_mb']:.1f} MB"
+                f"{kind:9} {name:9}: {seconds / n_links * 1e6:5.2f} us/link "
+                f"{seconds / len(pages) * 1e3:6.3f} ms/page "
+                f"({len(pages)} pages, {n_links / len(pages):.1f} links/page)"
             )
-        ratio = best["baseline"]["s"] / best["candidate"]["s"]
-        print(f"{kind:9} candidate is {ratio:.2f}x as fast (best of {rounds})")
+        print(
+            f"{kind:9} candidate is {best['baseline'] / best['candidate']:.2f}x as fast "
+            f"(best of {rounds}); memo hits {1 - stats.misses / stats.lookups:.1%}"
+        )
+    _memory(web)
+
+
+def _memory(pages: list[Page]) -> None:
+    """Heap taken by a memo that never empties, against the bytes it counts."""
+    memo = LinkMemo(FoundLink, max_bytes=1 << 62)
+    memo.links(*pages[0])  # warm the imports and the normaliser's small caches
+    tracemalloc.start()
+    for hrefs, base in pages:
+        memo.links(hrefs, base)
+    traced = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    stats = memo.stats()
+    print(
+        f"memory: {stats.entries} entries, {traced / 1e6:.1f} MB traced, "
+        f"{stats.bytes / 1e6:.1f} MB counted ({traced / stats.entries:.0f} B an entry; "
+        f"the memo empties itself past {DEFAULT_MAX_BYTES / 1e6:.0f} MB counted)"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", action="store_true", help="also time normalise_links")
     parser.add_argument("--baseline-src", default="/tmp/base17u/src")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", choices=["crawl", "by-site", "synthetic"])
-    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
     cli = parser.parse_args()
-    if cli.child:
-        _child(cli.child, cli.memory)
-    else:
-        main()
-        if cli.pages:
-            pages_main(cli.baseline_src, cli.rounds)
+    main()
+    if cli.pages:
+        pages_main(cli.baseline_src, cli.rounds)

@@ -2,7 +2,7 @@
 
 How this works. A site's navigation links repeat on every one of its pages, and links to
 other sites' home pages repeat across sites, so most of a page's links were seen before by
-the same worker. The memo keeps `make(url, url_hash(url), site)`, or None for an href the
+the same worker. The memo keeps `make(url, url_hash(url), site)`, or REJECTED for an href the
 normaliser rejects, keyed by the href without its fragment (`without_fragment`) and by only
 the part of the base that its resolution reads (`base_need`): nothing for "http://h/x",
 the origin for "/x", the directory for "x.html", the whole base otherwise. So "/about" is
@@ -20,6 +20,7 @@ cheaper than LRU bookkeeping per link, and a site's navigation comes back within
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from trawl.errors import InvalidUrl
@@ -36,11 +37,16 @@ from trawl.urls.normalise import (
 from trawl.urls.registered_domain import site_of_normalised
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Collection
 
-__all__ = ["LinkMemo", "LinkMemoStats"]
+__all__ = ["DEFAULT_MAX_BYTES", "LinkMemo", "LinkMemoStats"]
 
+DEFAULT_MAX_BYTES = 16_000_000  # counted; under 20 MB of heap per worker (see above)
 _ENTRY_BYTES = 250  # per entry besides the key's and URL's characters (see above)
+
+
+class _Rejected(Enum):
+    REJECTED = 0  # what the memo holds for an href that normalise_url rejects
 
 
 class _HasUrl(Protocol):
@@ -69,44 +75,47 @@ class LinkMemo(Generic[LinkT]):
         self,
         make: Callable[[str, str, str], LinkT],
         rules: NormaliseRules = DEFAULT_RULES,
-        max_bytes: int = 16_000_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.rules = rules
         self._make = make
         self._max_bytes = max_bytes
-        self._absolute: dict[str, LinkT | None] = {}
+        self._absolute: dict[str, LinkT | _Rejected] = {}
         # Keyed by base_scopes' origin, directory, and whole base: kept apart so that a
         # string that is one page's origin and another's whole base cannot meet.
-        self._scoped: tuple[dict[str, dict[str, LinkT | None]], ...] = ({}, {}, {})
+        self._scoped: tuple[dict[str, dict[str, LinkT | _Rejected]], ...] = ({}, {}, {})
         self._entries = 0
         self._bytes = 0  # estimated, see the module's docstring
         self._lookups = 0
         self._misses = 0
 
-    def links(self, hrefs: Iterable[str], base: str) -> tuple[list[LinkT], int]:
+    def links(self, hrefs: Collection[str], base: str) -> tuple[list[LinkT], int]:
         """(links in href order without repeated URLs, how many hrefs were rejected)."""
         if self._bytes >= self._max_bytes:
             self._clear()
         tables = self._tables(base)
+        absolute = tables[BaseNeed.NOTHING]
         seen: set[str] = set()
         out: list[LinkT] = []
         bad = 0
-        lookups = 0
         rules = self.rules
+        rejected = _Rejected.REJECTED
         for href in hrefs:
-            lookups += 1
             key = without_fragment(href, rules) if "#" in href else href
-            table = tables[base_need(key)]
-            try:
-                link = table[key]
-            except KeyError:  # free when not raised (3.11); a miss costs ~10 us anyway
-                link = table[key] = self._normalise(key, base)
+            # Most links are absolute, and only absolute keys are in that table: look
+            # there before working out which table the key belongs to.
+            link = absolute.get(key)
             if link is None:
+                table = tables[base_need(key)]
+                link = table.get(key)
+                if link is None:
+                    link = table[key] = self._normalise(key, base)
+            if link is rejected:
                 bad += 1
             elif link.url not in seen:
                 seen.add(link.url)
                 out.append(link)
-        self._lookups += lookups
+        self._lookups += len(hrefs)
         return out, bad
 
     def stats(self) -> LinkMemoStats:
@@ -119,7 +128,7 @@ class LinkMemo(Generic[LinkT]):
             f" misses={s.misses}/{s.lookups}>"
         )
 
-    def _tables(self, base: str) -> tuple[dict[str, LinkT | None], ...]:
+    def _tables(self, base: str) -> tuple[dict[str, LinkT | _Rejected], ...]:
         """The four tables for this base, indexed by BaseNeed."""
         origins, directories, bases = self._scoped
         whole = bases.setdefault(base, {})
@@ -137,7 +146,7 @@ class LinkMemo(Generic[LinkT]):
         assert len(tables) == len(BaseNeed)
         return tables
 
-    def _normalise(self, href: str, base: str) -> LinkT | None:
+    def _normalise(self, href: str, base: str) -> LinkT | _Rejected:
         self._entries += 1
         self._misses += 1
         self._bytes += _ENTRY_BYTES + len(href)
@@ -145,7 +154,7 @@ class LinkMemo(Generic[LinkT]):
             url = normalise_url(href, base, self.rules)
             site = site_of_normalised(url)
         except (InvalidUrl, ValueError):
-            return None
+            return _Rejected.REJECTED
         self._bytes += len(url)
         return self._make(url, url_hash(url), site)
 
