@@ -214,11 +214,14 @@ def pages_main(baseline_src: str, rounds: int) -> None:
 
 def _memory(pages: list[Page]) -> None:
     """Heap taken by a memo that never empties, against the bytes it counts."""
+    blobs = [pickle.dumps(page) for page in pages]
     memo = LinkMemo(FoundLink, max_bytes=1 << 62)
     memo.links(*pages[0])  # warm the imports and the normaliser's small caches
     tracemalloc.start()
-    for hrefs, base in pages:
+    for blob in blobs:
+        hrefs, base = pickle.loads(blob)  # fresh strings, as a worker unpickles each page
         memo.links(hrefs, base)
+    del hrefs, base
     traced = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     stats = memo.stats()

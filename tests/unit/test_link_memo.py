@@ -161,7 +161,8 @@ def test_memo_gives_the_plain_loops_links_page_after_page(
     for _ in range(2):  # the second round answers from the memo
         for hrefs, base in pages:
             assert memo.links(hrefs, base) == _plain_links(hrefs, base)
-    assert memo.stats().entries <= max_bytes // 250 + max((len(h) for h, _ in pages), default=0)
+    # Each entry counts 120 bytes or more, and the memo is emptied before a page once full.
+    assert memo.stats().entries <= max_bytes // 120 + max((len(h) for h, _ in pages), default=0)
 
 
 def test_memo_answers_a_sites_navigation_once() -> None:
@@ -179,15 +180,15 @@ def test_memo_answers_a_sites_navigation_once() -> None:
     # "/" and "/about" once for the site, "news/" once per directory, the absolute URL
     # once, and "mailto:" (which the memo does not try to understand) once per base.
     assert memo.stats().misses == 2 + 2 + 1 + 3
-    # 250 an entry, the keys' characters (68), the five URLs' (118).
-    assert repr(memo) == "<LinkMemo entries=8 bytes=2186/16000000 misses=8/15>"
+    # 120 a key and its characters (68), 300 a distinct URL and its characters (118).
+    assert repr(memo) == "<LinkMemo entries=8 bytes=2646/16000000 misses=8/15>"
 
 
 def test_memo_is_bounded() -> None:
     memo = LinkMemo(Link, max_bytes=2500)
     for i in range(100):
         memo.links([f"/p{i}-{j}" for j in range(3)], "http://site.example/")
-    # Emptied when a page starts with 2,500 bytes or more counted: at most 10 entries
-    # (250 bytes each and more) plus one page's three.
-    assert memo.stats().entries <= 10 + 3
+    # Emptied when a page starts with 2,500 bytes or more counted: at most 5 entries
+    # (120 bytes a key, 300 a URL, and their characters) plus one page's three.
+    assert memo.stats().entries <= 5 + 3
     assert memo.stats().lookups == 300

@@ -9,12 +9,14 @@ the origin for "/x", the directory for "x.html", the whole base otherwise. So "/
 normalised once per site, not once per page, and the answer is the one `normalise_url`
 gives (tests/unit/test_link_memo.py checks the keys, and the memo against the plain loop).
 
-Memory bound: the memo counts ~`_ENTRY_BYTES` plus the key's and the URL's characters per
-entry (measured with tracemalloc on the bench web: dict slots, key, value tuple, url, hash;
-shared site strings and per-base tables are small) and empties itself when a page starts
-with more than `max_bytes` counted, so it holds at most `max_bytes` plus one page's links:
-16 MB by default, under 20 MB per worker process with the tables' slack. Emptying is
-cheaper than LRU bookkeeping per link, and a site's navigation comes back within a page.
+Memory bound: the memo counts `_KEY_BYTES` plus the characters of each key, and
+`_URL_BYTES` plus the characters of each distinct URL, and empties itself when a page starts
+with more than `max_bytes` counted: it holds at most `max_bytes` plus one page's links, 16 MB
+by default. tracemalloc on the quick bench web (every page, a fresh copy of each page's
+hrefs as a worker unpickles them, never emptied): 102,728 entries took 16.7 MB and were
+counted as 18.7 MB, so the default stays near 15 MB of heap per worker process, under 20 MB.
+Emptying is cheaper than LRU bookkeeping per link, and a site's navigation comes back within
+a page.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BYTES", "LinkMemo", "LinkMemoStats"]
 
 DEFAULT_MAX_BYTES = 16_000_000  # counted; under 20 MB of heap per worker (see above)
-_ENTRY_BYTES = 250  # per entry besides the key's and URL's characters (see above)
+# Estimated bytes besides the characters (see above): a key is a str and a dict slot; a URL
+# is a str, a dict slot, the link tuple and its 32-hex hash (the site is shared).
+_KEY_BYTES = 120
+_URL_BYTES = 300
 
 
 class _Rejected(Enum):
@@ -84,6 +89,7 @@ class LinkMemo(Generic[LinkT]):
         # Keyed by base_scopes' origin, directory, and whole base: kept apart so that a
         # string that is one page's origin and another's whole base cannot meet.
         self._scoped: tuple[dict[str, dict[str, LinkT | _Rejected]], ...] = ({}, {}, {})
+        self._by_url: dict[str, LinkT] = {}
         self._entries = 0
         self._bytes = 0  # estimated, see the module's docstring
         self._lookups = 0
@@ -149,16 +155,26 @@ class LinkMemo(Generic[LinkT]):
     def _normalise(self, href: str, base: str) -> LinkT | _Rejected:
         self._entries += 1
         self._misses += 1
-        self._bytes += _ENTRY_BYTES + len(href)
+        # A str with a character past U+00FF holds 2 or 4 bytes each: count the worst.
+        self._bytes += _KEY_BYTES + (len(href) if href.isascii() else 4 * len(href))
         try:
             url = normalise_url(href, base, self.rules)
-            site = site_of_normalised(url)
-        except (InvalidUrl, ValueError):
+        except InvalidUrl:
             return _Rejected.REJECTED
-        self._bytes += len(url)
-        return self._make(url, url_hash(url), site)
+        # Spellings of one URL share its link: on the bench web 56k misses were 9k URLs.
+        link = self._by_url.get(url)
+        if link is not None:
+            return link
+        try:
+            site = site_of_normalised(url)
+        except ValueError:
+            return _Rejected.REJECTED
+        self._bytes += _URL_BYTES + len(url)
+        link = self._by_url[url] = self._make(url, url_hash(url), site)
+        return link
 
     def _clear(self) -> None:
+        self._by_url.clear()
         self._absolute.clear()
         for table in self._scoped:
             table.clear()
