@@ -10,9 +10,10 @@ The baseline is `urllib.parse.urljoin` alone, which does a small part of the wor
 over the real links of the quick bench web (800 sites x 12 pages, generated into
 /tmp/trawl-bench-web-quick or reused), in crawl order (round robin over sites, every
 second page, as one of two workers sees them) and in site order, plus the synthetic mix
-cut into 48-link pages. Each figure comes from a fresh process (a cold memo, as a new
-worker), baseline and candidate interleaved; the baseline is another checkout's src
-(`git worktree add --detach /tmp/base17u d985f65` for the code before the memo).
+cut into 48-link pages. Baseline and candidate run interleaved in one process, the best of
+`--rounds` each, the candidate with a cold memo each time (as a new worker). The baseline is
+normalise_links before the memo, on the normaliser of another checkout's src
+(`git worktree add --detach /tmp/base17u d985f65`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from trawl.errors import InvalidUrl
-from trawl.urls.link_memo import LinkMemo
+from trawl.urls.link_memo import LinkMemo, LinkMemoStats
 from trawl.urls.normalise import (
     BaseNeed,
     base_need,
@@ -58,7 +58,12 @@ _TRICKY = st.text(alphabet="ab/\\?#:.;%\t\n @[]Aé0", max_size=12)
 _HREFS = st.one_of(
     _TRICKY,
     st.tuples(
-        st.sampled_from(["", "/", "//", "./", "../", "http://", "https://", "HTTP://", "http:"]),
+        st.sampled_from(
+            [
+                *("", "/", "//", "./", "../", "http://", "https://", "HTTP://", "http:"),
+                *("HTTPS:", "mailto:", "Tel:", "h\tttp:", "a1+.-:", "1a:", "ftp://", "é:"),
+            ]
+        ),
         _TRICKY,
     ).map("".join),
     st.text(max_size=12),
@@ -134,7 +139,12 @@ def test_without_fragment_examples(href: str, cut: str) -> None:
         ("x.html", BaseNeed.DIRECTORY),
         ("../x", BaseNeed.DIRECTORY),
         ("http:x", BaseNeed.WHOLE),  # relative to an http base, invalid against https
-        ("a:b", BaseNeed.WHOLE),
+        ("HTTPS:x", BaseNeed.WHOLE),
+        ("a:b", BaseNeed.NOTHING),  # another scheme: refused against any base
+        ("mailto:x@y", BaseNeed.NOTHING),
+        ("javascript:void(0)", BaseNeed.NOTHING),
+        ("java\tscript:x", BaseNeed.WHOLE),  # the tab goes: the check does not guess
+        ("1a:b", BaseNeed.WHOLE),  # no scheme (a digit first), ":" in a relative path
         ("?q", BaseNeed.WHOLE),
         ("#f", BaseNeed.WHOLE),
         ("", BaseNeed.WHOLE),
@@ -178,10 +188,27 @@ def test_memo_answers_a_sites_navigation_once() -> None:
         "http://other.example/",
     ]
     # "/" and "/about" once for the site, "news/" once per directory, the absolute URL
-    # once, and "mailto:" (which the memo does not try to understand) once per base.
-    assert memo.stats().misses == 2 + 2 + 1 + 3
-    # 120 a key and its characters (68), 300 a distinct URL and its characters (118).
-    assert repr(memo) == "<LinkMemo entries=8 bytes=2646/16000000 misses=8/15>"
+    # and "mailto:" (refused whatever the base) once.
+    assert memo.stats().misses == 2 + 2 + 1 + 1
+    # 120 a key and its characters (48), 300 a distinct URL and its characters (118),
+    # 200 a table (one origin, two directories) and its key's characters (19 + 20 + 22).
+    assert repr(memo) == "<LinkMemo entries=6 bytes=3047/16000000 misses=6/15>"
+
+
+def test_hrefs_that_read_the_whole_base_are_kept_for_the_page_only() -> None:
+    memo = LinkMemo(Link)
+    for page in ("a?x=1", "a?x=2"):
+        links, bad = memo.links(["?y=1", "?y=1", "", "http:b"], f"http://site.example/{page}")
+        assert [link.url for link in links] == [
+            "http://site.example/a?y=1",
+            f"http://site.example/{page}",
+            "http://site.example/b",
+        ]
+        assert bad == 0
+    # Looked up once a page ("?y=1" twice); no key is kept, only the four URLs' links
+    # (300 and 25 + 25 + 21 + 25 characters) and the tables for the origin and directory.
+    tables = 200 + len("http://site.example") + 200 + len("http://site.example/")
+    assert memo.stats() == LinkMemoStats(0, 4 * 300 + 96 + tables, lookups=8, misses=6)
 
 
 def test_memo_is_bounded() -> None:

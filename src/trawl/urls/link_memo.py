@@ -4,17 +4,20 @@ How this works. A site's navigation links repeat on every one of its pages, and 
 other sites' home pages repeat across sites, so most of a page's links were seen before by
 the same worker. The memo keeps `make(url, url_hash(url), site)`, or REJECTED for an href the
 normaliser rejects, keyed by the href without its fragment (`without_fragment`) and by only
-the part of the base that its resolution reads (`base_need`): nothing for "http://h/x",
-the origin for "/x", the directory for "x.html", the whole base otherwise. So "/about" is
-normalised once per site, not once per page, and the answer is the one `normalise_url`
-gives (tests/unit/test_link_memo.py checks the keys, and the memo against the plain loop).
+the part of the base that its resolution reads (`base_need`): nothing for "http://h/x" or
+"mailto:", the origin for "/x", the directory for "x.html". So "/about" is normalised once
+per site, not once per page, and the answer is the one `normalise_url` gives
+(tests/unit/test_link_memo.py checks the keys, and the memo against the plain loop). The
+rare hrefs that read the whole base ("?q") are remembered for the page only: bases do not
+repeat in a crawl.
 
-Memory bound: the memo counts `_KEY_BYTES` plus the characters of each key, and
-`_URL_BYTES` plus the characters of each distinct URL, and empties itself when a page starts
-with more than `max_bytes` counted: it holds at most `max_bytes` plus one page's links, 16 MB
-by default. tracemalloc on the quick bench web (every page, a fresh copy of each page's
-hrefs as a worker unpickles them, never emptied): 102,728 entries took 16.7 MB and were
-counted as 18.7 MB, so the default stays near 15 MB of heap per worker process, under 20 MB.
+Memory bound: the memo counts `_KEY_BYTES` plus the characters of each key, `_URL_BYTES`
+plus the characters of each distinct URL, `_TABLE_BYTES` plus those of each origin and
+directory, and empties itself when a page starts with more than `max_bytes` counted: it
+holds at most `max_bytes` plus one page's links, 16 MB by default. tracemalloc on the quick
+bench web (every page, a fresh copy of each page's hrefs as a worker unpickles them, never
+emptied): 102,728 entries took 15.0 MB and were counted as 19.3 MB, so the default stays
+near 12.5 MB of heap per worker process, under 20 MB.
 Emptying is cheaper than LRU bookkeeping per link, and a site's navigation comes back within
 a page.
 """
@@ -48,6 +51,7 @@ DEFAULT_MAX_BYTES = 16_000_000  # counted; under 20 MB of heap per worker (see a
 # is a str, a dict slot, the link tuple and its 32-hex hash (the site is shared).
 _KEY_BYTES = 120
 _URL_BYTES = 300
+_TABLE_BYTES = 200  # an origin's or directory's table: an empty dict, its key and slot
 
 
 class _Rejected(Enum):
@@ -86,9 +90,10 @@ class LinkMemo(Generic[LinkT]):
         self._make = make
         self._max_bytes = max_bytes
         self._absolute: dict[str, LinkT | _Rejected] = {}
-        # Keyed by base_scopes' origin, directory, and whole base: kept apart so that a
-        # string that is one page's origin and another's whole base cannot meet.
-        self._scoped: tuple[dict[str, dict[str, LinkT | _Rejected]], ...] = ({}, {}, {})
+        # Keyed by base_scopes' origin and directory: two dicts, so that one page's origin
+        # cannot meet another's directory.
+        self._origins: dict[str, dict[str, LinkT | _Rejected]] = {}
+        self._directories: dict[str, dict[str, LinkT | _Rejected]] = {}
         self._by_url: dict[str, LinkT] = {}
         self._entries = 0
         self._bytes = 0  # estimated, see the module's docstring
@@ -100,7 +105,7 @@ class LinkMemo(Generic[LinkT]):
         if self._bytes >= self._max_bytes:
             self._clear()
         tables = self._tables(base)
-        absolute = tables[BaseNeed.NOTHING]
+        absolute, page = tables[BaseNeed.NOTHING], tables[BaseNeed.WHOLE]
         seen: set[str] = set()
         out: list[LinkT] = []
         bad = 0
@@ -115,7 +120,7 @@ class LinkMemo(Generic[LinkT]):
                 table = tables[base_need(key)]
                 link = table.get(key)
                 if link is None:
-                    link = table[key] = self._normalise(key, base)
+                    link = table[key] = self._normalise(key, base, table is not page)
             if link is rejected:
                 bad += 1
             elif link.url not in seen:
@@ -135,28 +140,37 @@ class LinkMemo(Generic[LinkT]):
         )
 
     def _tables(self, base: str) -> tuple[dict[str, LinkT | _Rejected], ...]:
-        """The four tables for this base, indexed by BaseNeed."""
-        origins, directories, bases = self._scoped
-        whole = bases.setdefault(base, {})
+        """The four tables for this base, indexed by BaseNeed; the last is the page's own."""
+        page: dict[str, LinkT | _Rejected] = {}
         try:
             origin, directory = base_scopes(base)
         except InvalidUrl:
-            # Every relative href fails alike; the whole base is a safe key for all of them.
-            return self._absolute, whole, whole, whole
+            return self._absolute, page, page, page  # every relative href fails alike
         tables = (
             self._absolute,
-            origins.setdefault(origin, {}),
-            directories.setdefault(directory, {}),
-            whole,
+            self._scoped_table(self._origins, origin),
+            self._scoped_table(self._directories, directory),
+            page,
         )
         assert len(tables) == len(BaseNeed)
         return tables
 
-    def _normalise(self, href: str, base: str) -> LinkT | _Rejected:
-        self._entries += 1
+    def _scoped_table(
+        self, tables: dict[str, dict[str, LinkT | _Rejected]], scope: str
+    ) -> dict[str, LinkT | _Rejected]:
+        table = tables.get(scope)
+        if table is None:
+            table = tables[scope] = {}
+            self._bytes += _TABLE_BYTES + len(scope)
+        return table
+
+    def _normalise(self, href: str, base: str, kept: bool) -> LinkT | _Rejected:
+        """The link for `href`, counting its memory if the memo keeps it beyond the page."""
         self._misses += 1
-        # A str with a character past U+00FF holds 2 or 4 bytes each: count the worst.
-        self._bytes += _KEY_BYTES + (len(href) if href.isascii() else 4 * len(href))
+        if kept:
+            self._entries += 1
+            # A str with a character past U+00FF holds 2 or 4 bytes each: count the worst.
+            self._bytes += _KEY_BYTES + (len(href) if href.isascii() else 4 * len(href))
         try:
             url = normalise_url(href, base, self.rules)
         except InvalidUrl:
@@ -176,7 +190,7 @@ class LinkMemo(Generic[LinkT]):
     def _clear(self) -> None:
         self._by_url.clear()
         self._absolute.clear()
-        for table in self._scoped:
-            table.clear()
+        self._origins.clear()
+        self._directories.clear()
         self._entries = 0
         self._bytes = 0

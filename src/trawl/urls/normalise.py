@@ -379,10 +379,14 @@ class BaseNeed(IntEnum):
     two bases with the same part named here give the same answer (URL or InvalidUrl).
     """
 
-    NOTHING = 0  # "http(s)://h...": brings its own scheme and host
+    NOTHING = 0  # "http(s)://h...", or another scheme ("mailto:"), which is refused anyway
     ORIGIN = 1  # "/path", "//h/path": the base's scheme and authority (`base_scopes[0]`)
     DIRECTORY = 2  # "path", "../path": also its path up to the last "/" (`base_scopes[1]`)
-    WHOLE = 3  # anything else: "?q", "#f", "//host", "http:x", odd spacing, ...
+    WHOLE = 3  # anything else: "?q", "#f", "http:x", odd spacing, ...
+
+
+# A scheme as urlsplit reads one: a letter, then scheme characters up to the first ":".
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def base_need(href: str) -> BaseNeed:
@@ -392,6 +396,8 @@ def base_need(href: str) -> BaseNeed:
     digit or "."), `urlsplit` (no ":", no scheme) and `_resolve`:
     - "http://" or "https://": a host of its own, or none, and then InvalidUrl whatever the
       base says ("http:///x" read against an http base is "//" + "/x", still without a host);
+    - another scheme ("mailto:", "javascript:"; no tab inside, which `_clean` would drop):
+      InvalidUrl whatever the base says;
     - "/": path-absolute, or network-path ("//h", "/\\h") which reads only the scheme;
     - a letter, digit or "." and no ":" anywhere: a relative path, never empty, so the base's
       query (which "", "?q" and "#f" would keep) is not read.
@@ -400,8 +406,12 @@ def base_need(href: str) -> BaseNeed:
     if first == "/":
         return BaseNeed.ORIGIN
     if ":" in href:
-        is_absolute = href.startswith(("http://", "https://"))
-        return BaseNeed.NOTHING if is_absolute else BaseNeed.WHOLE
+        if href.startswith(("http://", "https://")):
+            return BaseNeed.NOTHING
+        scheme = _SCHEME.match(href)
+        if scheme is not None and scheme.group().lower() not in ("http:", "https:"):
+            return BaseNeed.NOTHING
+        return BaseNeed.WHOLE
     if first.isalnum() or first == ".":
         return BaseNeed.DIRECTORY
     return BaseNeed.WHOLE
