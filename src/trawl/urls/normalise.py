@@ -17,6 +17,8 @@ resolves it against `base` (RFC 3986 §5.2), then rebuilds it from normalised pa
 
 Every step maps its own output to itself, so the function is idempotent. It is on the hot
 path (~40k calls/s), so each step has a fast check that skips the work for the common case.
+The workers' link memo (urls/link_memo.py) avoids most calls: `base_need`, `base_scopes`
+and `without_fragment` say, from the href alone, what of it and of the base an answer reads.
 """
 
 from __future__ import annotations
