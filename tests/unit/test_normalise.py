@@ -297,3 +297,38 @@ def test_arbitrary_text_only_ever_raises_invalid_url(raw: str) -> None:
 @given(st.text(max_size=200))
 def test_url_hash_is_always_32_lowercase_hex(url: str) -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", url_hash(url))
+
+
+_SPLIT_TEXT = st.one_of(
+    st.text(),
+    st.text(alphabet="hH:tps/?#@[]:.a1é+-\\%_~! ", max_size=20),
+    st.tuples(st.sampled_from(["http://", "//", "a:", "HtTp:", "1a:", "/"]), st.text()).map(
+        "".join
+    ),
+    # Scheme-like starts: which characters before the first ":" make a scheme.
+    st.tuples(
+        st.text(alphabet="aZé1+-._~!%/", min_size=1, max_size=4),
+        st.sampled_from([":", "://", ":/"]),
+        st.text(alphabet="h[]:@/?#é", max_size=6),
+    ).map("".join),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_SPLIT_TEXT)
+def test_split_is_urlsplit_on_cleaned_text(raw: str) -> None:
+    """The normaliser's own split (one regex match) against the stdlib's, errors included."""
+    from urllib.parse import urlsplit
+
+    from trawl.urls.normalise import _clean, _split
+
+    text = _clean(raw)
+    try:
+        expected: tuple[str, ...] | None = tuple(urlsplit(text))
+    except ValueError:
+        expected = None
+    try:
+        got: tuple[str, ...] | None = _split(text, raw)
+    except InvalidUrl:
+        got = None
+    assert got == expected

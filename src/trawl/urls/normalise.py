@@ -17,6 +17,8 @@ resolves it against `base` (RFC 3986 §5.2), then rebuilds it from normalised pa
 
 Every step maps its own output to itself, so the function is idempotent. It is on the hot
 path (~40k calls/s), so each step has a fast check that skips the work for the common case.
+The workers' link memo (urls/link_memo.py) avoids most calls: `base_need`, `base_scopes`
+and `without_fragment` say, from the href alone, what of it and of the base an answer reads.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -41,7 +44,16 @@ try:
 except ImportError:  # pragma: no cover - idna comes with aiohttp (via yarl)
     _HAS_IDNA = False  # fall back to the stdlib codec, which knows only IDNA 2003
 
-__all__ = ["DEFAULT_RULES", "NormaliseRules", "normalise_url", "url_hash"]
+__all__ = [
+    "DEFAULT_RULES",
+    "BaseNeed",
+    "NormaliseRules",
+    "base_need",
+    "base_scopes",
+    "normalise_url",
+    "url_hash",
+    "without_fragment",
+]
 
 _DEFAULT_TRACKING = (
     "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid",
@@ -275,10 +287,24 @@ def _split_base(base: str) -> tuple[str, str, str, str]:
     return scheme, netloc, path or "/", query
 
 
+# urlsplit's parse of a text `_clean` has already stripped, in one match: the scheme is the
+# text before the first ":" if that is a letter then scheme characters; then "//" and the
+# netloc up to "/", "?" or "#"; the path up to "?" or "#"; the query up to "#"; the rest.
+_SPLIT = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S
+)
+
+
 def _split(text: str, raw: str) -> tuple[str, str, str, str, str]:
-    try:
+    """`urlsplit(text)` for a cleaned text, ~4x as fast when the netloc is plain ASCII."""
+    match = _SPLIT.match(text)
+    assert match is not None  # every group is optional and the path takes any other text
+    scheme, netloc, path, query, fragment = match.groups("")
+    if netloc.isascii() and "[" not in netloc and "]" not in netloc:
+        return scheme.lower(), netloc, path, query, fragment
+    try:  # urlsplit checks IPv6 brackets and NFKC tricks in the netloc: let it
         return urlsplit(text)
-    except ValueError as exc:  # bad IPv6 brackets, NFKC tricks in the netloc, ...
+    except ValueError as exc:
         raise InvalidUrl(f"{raw!r} is not a valid URL: {exc}") from None
 
 
@@ -346,3 +372,73 @@ def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEF
 def url_hash(normalised_url: str) -> str:
     """First 32 hex digits of the SHA-256 of the URL's UTF-8 bytes (the page record key)."""
     return hashlib.sha256(normalised_url.encode("utf-8")).hexdigest()[:32]
+
+
+class BaseNeed(IntEnum):
+    """How much of the base URL `normalise_url(href, base)` reads, judged from `href` alone.
+
+    Memos of normalised links key on it (see urls/link_memo.py), so each value promises:
+    two bases with the same part named here give the same answer (URL or InvalidUrl).
+    """
+
+    NOTHING = 0  # "http(s)://h...", or another scheme ("mailto:"), which is refused anyway
+    ORIGIN = 1  # "/path", "//h/path": the base's scheme and authority (`base_scopes[0]`)
+    DIRECTORY = 2  # "path", "../path": also its path up to the last "/" (`base_scopes[1]`)
+    WHOLE = 3  # anything else: "?q", "#f", "http:x", odd spacing, ...
+
+
+# A scheme as urlsplit reads one: a letter, then scheme characters up to the first ":".
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def base_need(href: str) -> BaseNeed:
+    """Which part of the base `href` resolves against (conservative: WHOLE when unsure).
+
+    The checks mirror `_clean` (which strips nothing before "h" or "/" and removes no letter,
+    digit or "."), `urlsplit` (no ":", no scheme) and `_resolve`:
+    - "http://" or "https://": a host of its own, or none, and then InvalidUrl whatever the
+      base says ("http:///x" read against an http base is "//" + "/x", still without a host);
+    - another scheme ("mailto:", "javascript:"; no tab inside, which `_clean` would drop):
+      InvalidUrl whatever the base says;
+    - "/": path-absolute, or network-path ("//h", "/\\h") which reads only the scheme;
+    - a letter, digit or "." and no ":" anywhere: a relative path, never empty, so the base's
+      query (which "", "?q" and "#f" would keep) is not read.
+    """
+    first = href[:1]
+    if first == "/":
+        return BaseNeed.ORIGIN
+    if ":" in href:
+        if href.startswith(("http://", "https://")):
+            return BaseNeed.NOTHING
+        scheme = _SCHEME.match(href)
+        if scheme is not None and scheme.group().lower() not in ("http:", "https:"):
+            return BaseNeed.NOTHING
+        return BaseNeed.WHOLE
+    if first.isalnum() or first == ".":
+        return BaseNeed.DIRECTORY
+    return BaseNeed.WHOLE
+
+
+def base_scopes(base: str) -> tuple[str, str]:
+    """(origin, directory) of `base` as `_resolve` reads them, unnormalised.
+
+    "http://h:80/a/b?q" gives ("http://h:80", "http://h:80/a/"); distinct (scheme, authority)
+    or (scheme, authority, directory) give distinct strings, since an authority has no "/".
+    Raises InvalidUrl if `base` is not an absolute http(s) URL.
+    """
+    scheme, netloc, path, _ = _split_base(base)
+    origin = f"{scheme}://{netloc}"
+    return origin, origin + path[: path.rfind("/") + 1]
+
+
+def without_fragment(href: str, rules: NormaliseRules = DEFAULT_RULES) -> str:
+    """`href` cut before its "#" when that cannot change `normalise_url`'s answer, else `href`.
+
+    The fragment is dropped anyway; the cut is unsafe only for a lone "#f" (whose empty path
+    keeps the base's query), when a space would end up last and be stripped ("a #f" keeps
+    "a%20"), or for a text long enough that the fragment decides the length check.
+    """
+    cut = href.find("#")
+    if cut <= 0 or href[cut - 1] <= " " or len(href) > 4 * rules.max_length:
+        return href
+    return href[:cut]
