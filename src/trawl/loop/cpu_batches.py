@@ -9,6 +9,10 @@ The wait is 20 ms, not less: each batch still costs the loop ~0.6 ms of CPU (thr
 woken, pipes written), and at 400 pages/s a 3 ms wait made batches of 1.9 pages, 20 ms
 makes ~9 (bench/fetch_bench.py --part handoff, issue 17). The added latency holds no
 site: a site is released before its page's outcome is worked out (loop.crawler).
+A batch's pages come back one per turn of the event loop, not all at once: each page's
+outcome (records, links queued, duplicates) is a few ms of work on the loop, and waking a
+batch's 9-16 waiting tasks together made one turn of 30-50 ms that every timer, response
+and API call waited behind (issue 17's loop lag).
 A batch whose worker died is redone on a fresh pool (loop.workers.WorkerPool).
 """
 
@@ -85,10 +89,18 @@ def _settle(
             if not f.done():
                 f.set_exception(error or RuntimeError("worker batch failed"))
         return
-    for f, result in zip(futures, done.result(), strict=True):
-        if f.done():
-            continue  # the waiting task was cancelled
+    _hand_back(list(zip(futures, done.result(), strict=True)), 0)
+
+
+def _hand_back(pairs: list[tuple[asyncio.Future[Out], Out | BaseException]], i: int) -> None:
+    """Settle page `i`'s future, and the next one on the loop's next turn: a callback
+    scheduled now waits for the ones already ready, and runs beside the timers and I/O
+    due by then."""
+    f, result = pairs[i]
+    if not f.done():  # else the waiting task was cancelled
         if isinstance(result, BaseException):
             f.set_exception(result)
         else:
             f.set_result(result)
+    if i + 1 < len(pairs):
+        asyncio.get_running_loop().call_soon(_hand_back, pairs, i + 1)

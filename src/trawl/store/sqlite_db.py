@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SCHEMA_VERSION = 1
+CACHE_KIB = 65_536
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -140,6 +141,11 @@ def open_database(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # 64 MiB of page cache, not SQLite's 2 MB: with the default, the crawl loop's
+            # statements (queue head, re-scores, page records) read most B-tree pages back
+            # from the OS, and that was most of what held the loop when it ran late
+            # (issue 17).
+            conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
             conn.executescript(_SCHEMA)
             _check_version(conn, path)
             _add_missing_columns(conn)
