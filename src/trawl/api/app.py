@@ -264,7 +264,7 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
 
     def add_and_commit(request: SeedRequest, scope: SeedScope | None) -> AddedSeeds:
         added = add_api_seeds(ctx, request.urls, request.priority, scope)  # on the crawl loop
-        ctx.durability.commit()
+        ctx.durability.commit_records()
         return added
 
     @app.post(

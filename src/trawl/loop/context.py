@@ -79,7 +79,7 @@ class CrawlContext:
         to `site`, and make it durable at once: it must survive a crash or restart."""
         state = self.sites.set_limits(site, limits)
         self.run.reschedule(state)
-        self.durability.commit()
+        self.durability.commit_records()
         return state
 
     def add_exclusion(self, pattern: str) -> int | None:
@@ -90,7 +90,7 @@ class CrawlContext:
         if not self.scope.add_exclusion(pattern, self.clock.now()):
             return None
         dropped = self.intake.drop_excluded(self.scope.matches(pattern))
-        self.durability.commit()
+        self.durability.commit_records()
         return dropped
 
     def remove_exclusion(self, pattern: str) -> bool:
@@ -98,5 +98,5 @@ class CrawlContext:
         kept out come back only when found again."""
         removed = self.scope.remove_exclusion(pattern)
         if removed:
-            self.durability.commit()
+            self.durability.commit_records()
         return removed

@@ -95,6 +95,11 @@ class Durability:
             self._sites.write_changed()
         else:
             self._sites.write_changed(self._host_share())
+        self.commit_records()
+
+    def commit_records(self) -> None:
+        """Commit what is pending now, leaving host records to the commit loop: for an API
+        call whose change must be durable before it answers, and quick (issue 17)."""
         self._scope.flush()  # skips join the records' transaction
         self._records.commit()
         if self._wal is not None:
