@@ -7,8 +7,11 @@ import gzip
 import hashlib
 import io
 import struct
+import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from trawl.errors import DataError
@@ -166,6 +169,24 @@ def test_bad_head_or_url_is_a_caller_bug():
 def test_warc_date_is_utc_whole_seconds():
     assert warc_date(0.999) == "1970-01-01T00:00:00Z"
     assert warc_date(1_796_000_000) == "2026-11-30T00:53:20Z"
+
+
+@given(st.lists(st.binary(max_size=300), max_size=3))
+def test_sha1_digest_is_the_stdlib_base32_of_sha1(parts: list[bytes]):
+    expected = base64.b32encode(hashlib.sha1(b"".join(parts)).digest()).decode("ascii")
+    assert sha1_digest(*parts) == f"sha1:{expected}"
+
+
+def test_record_ids_are_random_version_4_uuid_urns():
+    ids = {new_record_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for rid in ids:
+        assert rid.startswith("<urn:uuid:")
+        assert rid.endswith(">")
+        value = uuid.UUID(rid[len("<urn:uuid:") : -1])
+        assert value.version == 4
+        assert value.variant == uuid.RFC_4122
+        assert f"<urn:uuid:{value}>" == rid  # canonical spelling: lowercase, hyphenated
 
 
 def test_rewrite_head_for_decoded_drops_encodings_and_sets_length():
