@@ -140,16 +140,17 @@ def fingerprint_tree(tree: LexborHTMLParser) -> int:
     return simhash_of_text(_visible_text(tree))[0]
 
 
-def main_text_fingerprint(body: bytes) -> tuple[int, int]:
+def main_text_fingerprint(body: bytes, decoded: str | bytes | None = None) -> tuple[int, int]:
     """(simhash, prose tokens) of the page's main text, for near-duplicate detection.
 
     The simhash is taken over the main content's prose (`parse.main_text`). Prose tokens
     are at most ~500 (see `simhash_of_text`); below `MIN_PROSE_TOKENS` a match means
     little, and the simhash is taken over all of the main text's blocks instead, so that
     thin pages (a product, a calendar month) still differ by what text they have. A page
-    without any text gives (0, 0). Never raises on bad input.
+    without any text gives (0, 0). Never raises on bad input. `decoded` is
+    `parse.links.decode_html(body)` when the caller has it already.
     """
-    blocks = main_blocks(body, _MAX_MAIN_HTML_BYTES)
+    blocks = main_blocks(body, _MAX_MAIN_HTML_BYTES, decoded=decoded)
     simhash, tokens = simhash_of_text(prose(blocks, _MAX_TEXT_CHARS))
     if tokens >= MIN_PROSE_TOKENS:
         return simhash, tokens

@@ -72,6 +72,11 @@ def parse_html(html: bytes) -> LexborHTMLParser:
     return LexborHTMLParser(decode_html(html))
 
 
+def parse_decoded(decoded: str | bytes) -> LexborHTMLParser:
+    """`parse_html` of what `decode_html` gave, for a caller that decodes once for all."""
+    return LexborHTMLParser(decoded)
+
+
 def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> ParsedPage:
     """Links, base URL and meta robots flags of an HTML page.
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from trawl.errors import InvalidUrl
 from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text_fingerprint, shape_of_tree
-from trawl.parse.links import links_of_tree, parse_html
+from trawl.parse.links import decode_html, links_of_tree, parse_decoded
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.capture import encode_exchange
@@ -88,7 +88,8 @@ def content_hash(body: bytes) -> str:
 
 
 def process_page(page: PageInput) -> PageOutput:
-    tree = parse_html(page.body)
+    decoded = decode_html(page.body)  # once, for the links and the main text
+    tree = parse_decoded(decoded)
     parsed = links_of_tree(tree, page.url, agent_token=page.agent_token)
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
@@ -99,7 +100,7 @@ def process_page(page: PageInput) -> PageOutput:
         record, request = _encode_capture(page)
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
-    simhash, tokens = main_text_fingerprint(page.body)
+    simhash, tokens = main_text_fingerprint(page.body, decoded)
     return PageOutput(
         digest,
         record,
