@@ -7,10 +7,11 @@ Serves the bench web farm (nginx, as bench.speed) and runs `trawl serve` on it. 
 `--warmup` seconds of crawling, every endpoint is asked `--requests` times, one after
 another on a kept-alive connection at `--rate` calls a second, and p50/p95/p99/max are
 recorded: that is the "busy" column. The crawl's pages/s before and while measuring
-show that it was measured under a full-speed crawl. Then every site is paused through the API itself (PUT /v1/hosts/{host}/limits),
-the crawl drains, and the same requests are made again: the "idle" baseline of the same
-process, data and database size. The ratio busy/idle is the figure to compare across runs;
-the absolute numbers depend on the machine and its load. Results go to
+show that it was measured under a full-speed crawl. Then every site is paused through the
+API itself (PUT /v1/hosts/{host}/limits), the crawl drains, and the same requests are made
+again: the "idle" baseline of the same process, data and database size. The ratio
+busy/idle is the figure to compare across runs; the absolute numbers depend on the machine
+and its load. Results go to
 bench/results/api-latency.json. Traffic: loopback only.
 """
 
