@@ -132,6 +132,29 @@ def test_record_bigger_than_the_limit_gets_a_file_of_its_own(tmp_path: Path):
     assert len(read_record(tmp_path, big).payload) == 50_000
 
 
+def test_a_sync_handle_runs_on_another_thread_after_its_file_rotated(tmp_path: Path):
+    import threading
+
+    with WarcWriter(tmp_path, max_file_bytes=2000, clock=FakeClock()) as writer:
+        first = writer.append(page(1, 100)[0])
+        sync = writer.sync_handle()
+        second = writer.append(page(2, 5_000)[0])  # rotates: the first file is closed
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                sync()
+            except BaseException as exc:  # handed back to the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        assert errors == []
+        assert parse_storage_key(first).file != parse_storage_key(second).file
+    assert read_record(tmp_path, first).payload == page(1, 100)[1]
+
+
 def test_each_writer_opens_a_new_file(tmp_path: Path):
     write_pages(tmp_path, 3)
     first = warc_files(tmp_path)

@@ -62,3 +62,29 @@ def test_the_automatic_checkpoint_is_turned_off(tmp_path: Path) -> None:
     assert WalCheckpoints.take_over(conn) is not None
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     conn.close()
+
+
+def test_a_checkpoint_on_the_thread_copies_every_commit_so_far(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+
+    async def commit_then_checkpoint() -> tuple[int, int]:
+        conn = open_database(db)
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+        wal = WalCheckpoints.take_over(conn)
+        assert wal is not None
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(100)])
+        conn.execute("COMMIT")
+        await wal.checkpoint()
+        # A reader of the database file alone (immutable: the WAL, still open, unread) sees
+        # every row: the checkpoint copied them.
+        plain = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+        rows = plain.execute("SELECT count(*) FROM t").fetchone()[0]
+        plain.close()
+        await wal.close()
+        conn.close()
+        return rows, wal.background
+
+    rows, background = asyncio.run(commit_then_checkpoint())
+    assert rows == 100
+    assert background == 1

@@ -16,7 +16,8 @@
   (cluster mode), takes due pages in (continuous crawls), requeues expired leases and
   checkpoints every `checkpoint_interval_s`.
 - `checkpoint()` commits, then fsyncs WARC and database and saves the seen set and in-link
-  counts; `close()` is the last checkpoint and releases every resource.
+  counts; the periodic one runs those steps on threads (`_checkpoint_off_loop`); `close()`
+  is the last checkpoint and releases every resource.
 """
 
 from __future__ import annotations
@@ -111,14 +112,13 @@ class Durability:
         commits = max(1.0, HOST_WRITE_INTERVAL_S / max(self._policy.commit_interval_s, 1e-3))
         return math.ceil(self._sites.changed / commits)
 
-    def checkpoint(self, *, save_scores: bool = True) -> None:
-        """Commit, then fsync WARC and database and save the seen set (and the in-link
-        counts, unless the caller saves them off the event loop: `save_scores=False`)."""
+    def checkpoint(self) -> None:
+        """Commit every host record too, then fsync WARC and database and save the seen set
+        and the in-link counts: all of it now, on this thread (the final one)."""
         self.commit(hosts=True)
         self._warc.sync()
         self._seen.checkpoint()
-        if save_scores:
-            self._scores.save()
+        self._scores.save()
         self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._last_checkpoint = self._clock.now()
 
@@ -135,14 +135,28 @@ class Durability:
             self._frontier.requeue_expired(self._clock.now())
             now = self._clock.now()
             if checkpoint_due(now, self._last_checkpoint, policy.checkpoint_interval_s):
-                self.checkpoint(save_scores=False)
-                # ~27 MB to serialise and write: on the event loop that stalled every
-                # connection for ~110 ms, and a request sent late reached its server too close
-                # to the next one on its IP (issue 13's crash soak). Counts are a soft signal:
-                # a snapshot taken while the loop goes on counting is good enough.
-                await asyncio.to_thread(self._scores.save)
+                await self._checkpoint_off_loop()
                 if policy.limits.continuous:
                     self._frontier.forget_idle_sites()
+
+    async def _checkpoint_off_loop(self) -> None:
+        """`checkpoint()` with its blocking parts on threads. On the event loop they held
+        every connection for ~0.3 s once a minute (issue 17): every changed host record,
+        the fsyncs of WARC and database, the seen set's 12 MB. Host records are written in
+        their usual shares (a soft signal, each within HOST_WRITE_INTERVAL_S); the seen
+        set's snapshot is one C call under the GIL, so it is whole whatever the loop adds
+        meanwhile. The in-link counts (~27 MB) are a soft signal too: a snapshot taken
+        while the loop goes on counting is good enough (issue 13's crash soak found them
+        stalling the loop for ~110 ms)."""
+        self.commit()
+        await asyncio.to_thread(self._warc.sync_handle())
+        await asyncio.to_thread(self._seen.checkpoint)
+        await asyncio.to_thread(self._scores.save)
+        if self._wal is not None:
+            await self._wal.checkpoint()
+        else:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._last_checkpoint = self._clock.now()
 
     async def close(self) -> None:
         """Final checkpoint and release of every resource; idempotent."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from trawl.frontier.scope import SeedScope
     from trawl.frontier.skips import Skip, SkipBatch
@@ -76,6 +76,11 @@ class WarcSink(Protocol):
         returns the storage key of `record`."""
 
     def sync(self) -> None: ...
+
+    def sync_handle(self) -> Callable[[], None]:
+        """`sync()` in two steps: this call takes what the sync needs of the sink's state;
+        the call it returns does the blocking part, may run on another thread while
+        appends go on, and raises DataError as `sync` does."""
 
     def close(self) -> None: ...
 

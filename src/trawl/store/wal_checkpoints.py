@@ -64,6 +64,15 @@ class WalCheckpoints:
         self._running = loop.run_in_executor(None, self._checkpoint)
         self._running.add_done_callback(self._ended)
 
+    async def checkpoint(self) -> None:
+        """A checkpoint on the thread now (after the one running, if any): every commit so
+        far is in the database file and both files are fsynced when it returns."""
+        if self._running is not None:
+            await asyncio.gather(self._running, return_exceptions=True)
+        self.start()
+        assert self._running is not None
+        await self._running
+
     def after_commit(self, conn: sqlite3.Connection) -> None:
         """Checkpoint on the crawl's connection when the WAL is past `restart_frames`, so
         that the next transaction starts it over. Call between a commit and the next

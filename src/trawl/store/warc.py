@@ -181,6 +181,30 @@ class WarcWriter:
         except OSError as exc:
             raise DataError(f"{self._dir / self._name}: fsync failed: {exc}") from exc
 
+    def sync_handle(self) -> Callable[[], None]:
+        """`sync()` with its fsyncs in the returned call, for another thread: the crawl's
+        checkpoint no longer holds its event loop for them (issue 17). The call fsyncs a
+        duplicate of the current file's descriptor, so a rotation meanwhile cannot close
+        the file under it."""
+        if self._file is None:
+            return _nothing
+        fd = os.dup(self._file.fileno())
+        directory, dir_dirty = self._dir, self._dir_dirty
+        self._dir_dirty = False
+        name = self._name
+
+        def sync() -> None:
+            try:
+                os.fsync(fd)
+                if dir_dirty:
+                    _fsync_dir(directory)
+            except OSError as exc:
+                raise DataError(f"{directory / name}: fsync failed: {exc}") from exc
+            finally:
+                os.close(fd)
+
+        return sync
+
     def close(self) -> None:
         """Sync and close the current file; idempotent."""
         if self._closed:
@@ -250,6 +274,10 @@ class WarcWriter:
             self._file.close()
             self._file = None
             self._closed = True
+
+
+def _nothing() -> None:
+    pass
 
 
 def _fsync_dir(directory: Path) -> None:

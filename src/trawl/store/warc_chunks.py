@@ -219,6 +219,10 @@ class WarcChunkWriter:
         """Nothing to do: a chunk is durable once `upload` returns (the WarcSink port's
         checkpoint step; the node's publisher uploads every sealed chunk)."""
 
+    def sync_handle(self) -> Callable[[], None]:
+        """Nothing to do, as `sync`."""
+        return self.sync
+
     def close(self) -> None:
         """Flush and refuse further appends; idempotent."""
         if self._closed:
