@@ -18,6 +18,8 @@ How this works:
 - New turns also start in bursts of at most `burst` before the dispatcher yields, so that
   starting hundreds of ready sites is not one long callback.
 
+- The garbage collector runs less often (loop.gc_tuning).
+
 Pure except `watch` (the sampling task) and `AdmissionGate.wait` (an asyncio sleep).
 """
 

@@ -35,6 +35,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
+from trawl.loop.gc_tuning import tune_gc
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Executor
@@ -96,6 +98,7 @@ def _init_worker(initializer: Callable[[*Ts], None], initargs: tuple[*Ts]) -> No
     die_with_parent()
     yield_cpu_to_the_loop()
     initializer(*initargs)
+    tune_gc()
 
 
 def _started() -> None:
