@@ -24,7 +24,10 @@ from bench.webfarm.nginx import Nginx
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("main-text simhash (resiliparse)", ("main_text_fingerprint", "main_text.py")),
     ("text fingerprint (simhash)", ("fingerprint_tree",)),
-    ("parse HTML (selectolax/Lexbor)", ("extract_links", "links_of_tree", "parse_html")),
+    (
+        "parse HTML (selectolax/Lexbor)",
+        ("extract_links", "links_of_tree", "parse_html", "parse_decoded", "decode_html"),
+    ),
     ("normalise links + urlHash + site", ("normalise_links",)),
     ("WARC record: gzip (ISA-L)", ("gzip_member",)),
     ("WARC record: sha1 digests, headers", ("encode_response_record",)),
@@ -47,13 +50,23 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("duplicates: fingerprint index, revisits", ("loop/content.py", "fingerprints_sqlite")),
     ("SQLite: page records + events", ("SqliteRecords.put_page",)),
     ("SQLite: frontier (head, lease, done, enqueue)", ("Frontier.",)),
-    ("SQLite: commit + host records", ("Durability.commit", "SqliteRecords.commit")),
+    (
+        "SQLite: commit + host records",
+        ("Durability.commit", "SqliteRecords.commit", "WalCheckpoints"),
+    ),
     ("trap rules, referrers, similarity", ("traps.py", "note_referrer")),
     ("seen set + discovery bookkeeping", ("Intake.", "SeenSet")),
     ("WARC append (write)", ("WarcWriter",)),
     ("robots.txt + politeness", ("robots", "site_clock", "ip_gate", "SiteRequests.take_turn")),
     ("event loop, scheduling, other", ("",)),
 )
+
+
+def is_idle(leaf: str) -> bool:
+    """A sample whose innermost frame waits: py-spy counts a thread blocked in C as busy."""
+    if any(w in leaf for w in ("select (", "poll (", "Connection._recv", "wait (")):
+        return True
+    return leaf.startswith("_worker (concurrent/futures/thread.py")  # a pool's queue.get
 
 
 def stage_of(frames: list[str]) -> str:
@@ -92,8 +105,8 @@ def main() -> int:
         for line in raw.read_text().splitlines():
             stack, _, n = line.rpartition(" ")
             frames = stack.split(";")
-            if any(w in frames[-1] for w in ("select (", "poll (", "Connection._recv", "wait (")):
-                continue  # idle: waiting on sockets, pipes or locks
+            if is_idle(frames[-1]):
+                continue  # idle: waiting on sockets, pipes, locks or a thread pool's queue
             counts[stage_of(frames)] += int(n)
     total = sum(counts.values())
     ms_per_page = 1000 * cpu / max(pages, 1)
