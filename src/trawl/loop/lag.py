@@ -17,8 +17,9 @@ How this works:
   are still paced by their clocks: admitting later never sends sooner.
 - New turns also start in bursts of at most `burst` before the dispatcher yields, so that
   starting hundreds of ready sites is not one long callback.
-
-- The garbage collector runs less often (loop.gc_tuning).
+- What else keeps the loop on time lives where the work is: worker results one per turn
+  (loop.cpu_batches), niced workers (loop.workers), rarer garbage collections
+  (loop.gc_tuning), nothing slow inside a commit (loop.durability, store.wal_checkpoints).
 
 Pure except `watch` (the sampling task) and `AdmissionGate.wait` (an asyncio sleep).
 """
