@@ -70,3 +70,29 @@ def test_watch_sees_a_blocked_loop_and_the_gate_holds_new_work_until_it_catches_
     assert lag.held >= 1
     assert lag.last <= 0.02
     assert held_for < 1.0
+
+
+def test_metrics_show_the_loop_lag_histogram() -> None:
+    from dataclasses import dataclass
+
+    from trawl.api.crawl_view import CrawlSnapshot
+    from trawl.api.metrics import crawl_registry, metrics_text
+
+    lag = LoopLag()
+    for value in (0.0005, 0.003, 0.2):
+        lag.observe(value)
+
+    @dataclass
+    class View:
+        snapshot: CrawlSnapshot
+        shared: None = None
+
+    snap = CrawlSnapshot(
+        lag_buckets=tuple(lag.histogram.cumulative()), lag_seconds_sum=lag.histogram.sum
+    )
+    text = metrics_text(crawl_registry(View(snap))).decode()  # type: ignore[arg-type]
+    assert "# TYPE trawl_event_loop_lag_seconds histogram" in text
+    assert 'trawl_event_loop_lag_seconds_bucket{le="0.001"} 1.0' in text
+    assert 'trawl_event_loop_lag_seconds_bucket{le="0.005"} 2.0' in text
+    assert 'trawl_event_loop_lag_seconds_bucket{le="+Inf"} 3.0' in text
+    assert "trawl_event_loop_lag_seconds_count 3.0" in text
