@@ -16,8 +16,8 @@
   (cluster mode), takes due pages in (continuous crawls), requeues expired leases and
   checkpoints every `checkpoint_interval_s`.
 - `checkpoint()` commits, then fsyncs WARC and database and saves the seen set and in-link
-  counts; the periodic one runs those steps on threads (`_checkpoint_off_loop`); `close()`
-  is the last checkpoint and releases every resource.
+  counts, the blocking steps on threads; `close()` is the last checkpoint (every host
+  record written) and releases every resource.
 """
 
 from __future__ import annotations
@@ -92,10 +92,7 @@ class Durability:
         self._closed = False
 
     def commit(self, *, hosts: bool = False) -> None:
-        if hosts:
-            self._sites.write_changed()
-        else:
-            self._sites.write_changed(self._host_share())
+        self._sites.write_changed(None if hosts else self._host_share())
         self.commit_records()
 
     def commit_records(self) -> None:
@@ -112,16 +109,6 @@ class Durability:
         commits = max(1.0, HOST_WRITE_INTERVAL_S / max(self._policy.commit_interval_s, 1e-3))
         return math.ceil(self._sites.changed / commits)
 
-    def checkpoint(self) -> None:
-        """Commit every host record too, then fsync WARC and database and save the seen set
-        and the in-link counts: all of it now, on this thread (the final one)."""
-        self.commit(hosts=True)
-        self._warc.sync()
-        self._seen.checkpoint()
-        self._scores.save()
-        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        self._last_checkpoint = self._clock.now()
-
     async def commit_loop(self) -> None:
         policy = self._policy
         while not self._run.stopping:
@@ -135,20 +122,22 @@ class Durability:
             self._frontier.requeue_expired(self._clock.now())
             now = self._clock.now()
             if checkpoint_due(now, self._last_checkpoint, policy.checkpoint_interval_s):
-                await self._checkpoint_off_loop()
+                await self.checkpoint()
                 if policy.limits.continuous:
                     self._frontier.forget_idle_sites()
 
-    async def _checkpoint_off_loop(self) -> None:
-        """`checkpoint()` with its blocking parts on threads. On the event loop they held
-        every connection for ~0.3 s once a minute (issue 17): every changed host record,
-        the fsyncs of WARC and database, the seen set's 12 MB. Host records are written in
-        their usual shares (a soft signal, each within HOST_WRITE_INTERVAL_S); the seen
-        set's snapshot is one C call under the GIL, so it is whole whatever the loop adds
-        meanwhile. The in-link counts (~27 MB) are a soft signal too: a snapshot taken
-        while the loop goes on counting is good enough (issue 13's crash soak found them
-        stalling the loop for ~110 ms)."""
-        self.commit()
+    async def checkpoint(self, *, hosts: bool = False) -> None:
+        """Commit (every changed host record too with `hosts=True`), then fsync WARC and
+        database and save the seen set and the in-link counts, the blocking parts on
+        threads. On the event loop they held every connection for ~0.3 s once a minute
+        (issue 17): every changed host record, the fsyncs of WARC and database, the seen
+        set's 12 MB. Between checkpoints host records are written in their usual shares (a
+        soft signal, each within HOST_WRITE_INTERVAL_S); the seen set's snapshot is one C
+        call under the GIL, so it is whole whatever the loop adds meanwhile. The in-link
+        counts (~27 MB) are a soft signal too: a snapshot taken while the loop goes on
+        counting is good enough (issue 13's crash soak found them stalling the loop for
+        ~110 ms)."""
+        self.commit(hosts=hosts)
         await asyncio.to_thread(self._warc.sync_handle())
         await asyncio.to_thread(self._seen.checkpoint)
         await asyncio.to_thread(self._scores.save)
@@ -164,7 +153,7 @@ class Durability:
             return
         self._closed = True
         try:
-            self.checkpoint()
+            await self.checkpoint(hosts=True)
         finally:
             if self._wal is not None:
                 await self._wal.close()

@@ -171,27 +171,22 @@ class WarcWriter:
 
     def sync(self) -> None:
         """Flush the current file (and its directory entry, if new) to stable storage."""
-        if self._file is None:
-            return
-        try:
-            os.fsync(self._file.fileno())
-            if self._dir_dirty:
-                _fsync_dir(self._dir)
-                self._dir_dirty = False
-        except OSError as exc:
-            raise DataError(f"{self._dir / self._name}: fsync failed: {exc}") from exc
+        self.sync_handle()()
 
     def sync_handle(self) -> Callable[[], None]:
-        """`sync()` with its fsyncs in the returned call, for another thread: the crawl's
-        checkpoint no longer holds its event loop for them (issue 17). The call fsyncs a
-        duplicate of the current file's descriptor, so a rotation meanwhile cannot close
-        the file under it."""
+        """`sync()` with its fsyncs in the returned call, which may run on another thread:
+        the crawl's checkpoint no longer holds its event loop for them (issue 17). The call
+        fsyncs a duplicate of the current file's descriptor, so a rotation meanwhile cannot
+        close the file under it. The directory counts as synced from this call on: a failed
+        fsync raises DataError, which ends the crawl."""
         if self._file is None:
             return _nothing
-        fd = os.dup(self._file.fileno())
-        directory, dir_dirty = self._dir, self._dir_dirty
-        self._dir_dirty = False
-        name = self._name
+        directory, name = self._dir, self._name
+        try:
+            fd = os.dup(self._file.fileno())
+        except OSError as exc:
+            raise DataError(f"{directory / name}: fsync failed: {exc}") from exc
+        dir_dirty, self._dir_dirty = self._dir_dirty, False
 
         def sync() -> None:
             try:
