@@ -6,6 +6,7 @@ import asyncio
 import socket
 import time
 import zlib
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -181,6 +182,10 @@ def test_throttle_429_then_200_and_busy_503_with_a_date(proc: TestWebProcess) ->
     busy = logged(proc, host, "/busy", began)
     assert busy.retry_after_s is not None
     assert 4.0 <= busy.retry_after_s <= 5.1
+    # The date names an instant: the log's deadline is that instant, however long sending took.
+    date = head.split(b"Retry-After: ")[1].split(b"\r\n")[0].decode()
+    at = parsedate_to_datetime(date).timestamp()
+    assert busy.t_end + busy.retry_after_s == pytest.approx(at, abs=1e-6)
 
 
 def test_flaky_and_robots_5xx(proc: TestWebProcess) -> None:

@@ -231,6 +231,9 @@ class HostileAnswer:
     body: Body
     ending: Ending
     retry_after_s: float | None = None  # seconds from the answer until retrying is allowed
+    # An HTTP-date Retry-After names an instant, not a delay: the log measures from it, so
+    # the time the server spends sending does not move the deadline (epoch seconds).
+    retry_at: float | None = None
 
 
 def response_head(status: int, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -462,7 +465,7 @@ class HostileResponder:
                 answer = fixed(
                     503, html_page("Busy", []), extra=[("Retry-After", formatdate(at, usegmt=True))]
                 )
-                return _with_retry_after(answer, at - now)
+                return _with_retry_after(answer, at - now, at=at)
             answer = fixed(
                 429,
                 html_page("Slow down", []),
@@ -653,8 +656,10 @@ def _robots(kind: HostileKind) -> HostileAnswer:
     return fixed(200, ROBOTS_ALLOW_ALL.encode(), "text/plain")
 
 
-def _with_retry_after(answer: HostileAnswer, seconds: float) -> HostileAnswer:
-    return HostileAnswer(answer.status, answer.head, answer.body, answer.ending, seconds)
+def _with_retry_after(
+    answer: HostileAnswer, seconds: float, *, at: float | None = None
+) -> HostileAnswer:
+    return HostileAnswer(answer.status, answer.head, answer.body, answer.ending, seconds, at)
 
 
 def _int_after(path: str, prefix: str) -> int | None:

@@ -175,10 +175,14 @@ class HostileServer:
         aborted: bool,
     ) -> None:
         site = self._sites.get(host)
+        t_end = time.time()
+        retry_after_s = answer.retry_after_s
+        if answer.retry_at is not None:
+            retry_after_s = max(0.0, answer.retry_at - t_end)
         self._write_record(
             RequestLogRecord(
                 t_start=t_start,
-                t_end=time.time(),
+                t_end=t_end,
                 host=host,
                 site=site.domain if site is not None else host,
                 ip=ip,
@@ -188,7 +192,7 @@ class HostileServer:
                 ua=request.headers.get("user-agent", ""),
                 body_bytes=sent,
                 aborted=aborted,
-                retry_after_s=answer.retry_after_s,
+                retry_after_s=retry_after_s,
             )
         )
         self._served += 1
