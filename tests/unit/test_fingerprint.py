@@ -13,6 +13,7 @@ from trawl.parse.fingerprint import (
     MIN_PROSE_TOKENS,
     format_simhash,
     hamming,
+    main_text,
     main_text_fingerprint,
     simhash_of_text,
     text_fingerprint,
@@ -317,3 +318,46 @@ def test_main_text_is_read_from_64_kib_of_the_body_without_splitting_a_character
     simhash, tokens = main_text_fingerprint(head + body)
     assert tokens >= MIN_PROSE_TOKENS  # 120 KB of inline script did not push it out
     assert (simhash, tokens) == main_text_fingerprint(body[:30_000])
+
+
+def _long_article_page(seed: int) -> bytes:
+    """~5 KB of chrome, an article of 30 paragraphs (~10 KB of prose), ~40 KB of chrome."""
+    rng = random.Random(f"long {seed}")
+    nav = "".join(f'<li><a href="/{i}">{_prose(rng, 4)}</a></li>' for i in range(60))
+    paragraphs = "".join(f"<p>{_prose(rng, 50)}</p>" for _ in range(30))
+    footer = "".join(f'<li><a href="/f{i}">{_prose(rng, 6)}</a></li>' for i in range(600))
+    return (
+        f"<html><head><title>t</title></head><body><nav><ul>{nav}</ul></nav>"
+        f"<article><h1>{_prose(rng, 8)}</h1>{paragraphs}</article>"
+        f"<footer><ul>{footer}</ul></footer></body></html>"
+    ).encode()
+
+
+def test_a_first_try_window_never_changes_the_answer() -> None:
+    # The first try only saves work: whatever its size, the answer is the full pass's.
+    pages = [_long_article_page(n) for n in range(3)]
+    pages += [_news_page(0, 0, semantic=True), _news_page(1, 1, semantic=False), _page(3)]
+    pages += [b"<html><body><h1>Item</h1><p>In stock.</p></body></html>", b""]
+    for page in pages:
+        want = main_text_fingerprint(page)
+        for first in (0, 1, 512, 2048, 4096, 8192, 12_288, 20_000, 32_768, 65_536):
+            got = main_text(page, first_try=first)
+            assert (got.simhash, got.tokens) == want, (page[:60], first)
+
+
+def test_a_long_article_hints_a_window_that_the_next_page_uses() -> None:
+    first = main_text(_long_article_page(1))
+    assert first.tokens >= MIN_PROSE_TOKENS
+    # The prose the simhash reads ends ~8 KB into the body, well before the 32 KiB window.
+    assert 8_192 <= first.window_hint < 32_768
+    again = main_text(_long_article_page(2), first_try=first.window_hint)
+    assert again.window_hint == first.window_hint  # the first try held the prose
+    assert (again.simhash, again.tokens) == main_text_fingerprint(_long_article_page(2))
+    short = main_text(_long_article_page(2), first_try=2_048)  # too small: the full pass ran
+    assert short.window_hint == first.window_hint
+
+
+def test_short_or_thin_pages_hint_nothing() -> None:
+    assert main_text(_news_page(0, 0, semantic=True)).window_hint == 0  # prose under 3,072
+    assert main_text(b"<html><body><p>In stock.</p></body></html>").window_hint == 0
+    assert main_text(b"") == (0, 0, 0)

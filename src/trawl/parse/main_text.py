@@ -36,7 +36,7 @@ from resiliparse.parse.html import HTMLTree
 
 from trawl.parse.links import decode_html
 
-__all__ = ["main_blocks", "prose"]
+__all__ = ["body_start", "main_blocks", "prose", "prose_blocks", "window_at", "window_blocks"]
 
 _MIN_PROSE_WORDS = 15
 _CONTAINERS = "div, article"  # the elements whose nesting the main-content pass pays for
@@ -56,18 +56,24 @@ def body_window(html: str | bytes, max_len: int) -> str | bytes:
     scripts and styles. Byte windows never split a UTF-8 character (a split one would make
     the window fail UTF-8 decoding).
     """
+    return window_at(html, body_start(html), max_len)
+
+
+def body_start(html: str | bytes) -> int:
+    """Where `<body>` starts (0 when there is no body tag)."""
+    found = _BODY.search(html) if isinstance(html, bytes) else _BODY_TEXT.search(html)
+    return found.start() if found is not None else 0
+
+
+def window_at(html: str | bytes, start: int, max_len: int) -> str | bytes:
+    """`body_window` when `start` is `body_start(html)` already."""
+    end = start + max_len
+    if end >= len(html):
+        return html[start:]
     if isinstance(html, bytes):
-        found = _BODY.search(html)
-        start = found.start() if found is not None else 0
-        end = start + max_len
-        if end >= len(html):
-            return html[start:]
         while end > start and html[end] & 0xC0 == 0x80:
             end -= 1
-        return html[start:end]
-    found_text = _BODY_TEXT.search(html)
-    start = found_text.start() if found_text is not None else 0
-    return html[start : start + max_len]
+    return html[start:end]
 
 
 def main_blocks(
@@ -86,6 +92,11 @@ def main_blocks(
         decoded = decode_html(html)
     if max_len is not None:
         decoded = body_window(decoded, max_len)
+    return window_blocks(decoded)
+
+
+def window_blocks(decoded: str | bytes) -> list[str]:
+    """`main_blocks` of text already decoded and windowed."""
     if isinstance(decoded, bytes):
         tree = HTMLTree.parse_from_bytes(decoded, "utf-8")
         tags = decoded.count(b"<")
@@ -105,6 +116,11 @@ def prose(blocks: list[str], max_chars: int | None = None) -> str:
     """The blocks of at least `_MIN_PROSE_WORDS` words, one per line; with `max_chars`,
     only as many as reach that length (the simhash reads no further, and counting the
     words of every block of a long page cost as much as extracting them)."""
+    return "\n".join(prose_blocks(blocks, max_chars))
+
+
+def prose_blocks(blocks: list[str], max_chars: int | None = None) -> list[str]:
+    """`prose` before the blocks are joined."""
     kept: list[str] = []
     total = 0
     for block in blocks:
@@ -113,7 +129,7 @@ def prose(blocks: list[str], max_chars: int | None = None) -> str:
             total += len(block) + 1
             if max_chars is not None and total >= max_chars:
                 break
-    return "\n".join(kept)
+    return kept
 
 
 def _is_shallow(tree: HTMLTree) -> bool:

@@ -11,7 +11,7 @@ import hashlib
 from typing import NamedTuple
 
 from trawl.errors import InvalidUrl
-from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text_fingerprint, shape_of_tree
+from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text, shape_of_tree
 from trawl.parse.links import decode_html, links_of_tree, parse_decoded
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
@@ -100,7 +100,7 @@ def process_page(page: PageInput) -> PageOutput:
         record, request = _encode_capture(page)
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
-    simhash, tokens = main_text_fingerprint(page.body, decoded)
+    simhash, tokens = _main_text(page.url, page.body, decoded)
     return PageOutput(
         digest,
         record,
@@ -116,6 +116,25 @@ def process_page(page: PageInput) -> PageOutput:
         simhash if tokens >= MIN_PROSE_TOKENS else shape_of_tree(tree),
         request,
     )
+
+
+def _main_text(url: str, body: bytes, decoded: str | bytes) -> tuple[int, int]:
+    """`main_text` with a first try where the host's last page held its prose: pages of
+    one host share a template (the answer is the same either way; only the cost differs)."""
+    host = url.split("/", 3)[2] if url.count("/") >= 2 else ""
+    found = main_text(body, decoded, first_try=_window_hints.get(host, 0))
+    if found.window_hint:
+        if len(_window_hints) >= _MAX_WINDOW_HINTS:
+            _window_hints.clear()  # emptying costs a full pass per host, once
+        _window_hints[host] = found.window_hint
+    else:
+        _window_hints.pop(host, None)
+    return found.simhash, found.tokens
+
+
+# One per worker process: host -> the main-text window its last page needed (bytes).
+_window_hints: dict[str, int] = {}
+_MAX_WINDOW_HINTS = 100_000  # ~10 MB at worst
 
 
 def _encode_capture(page: PageInput) -> tuple[EncodedRecord, EncodedRecord | None]:
