@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trawl.errors import DataError
-from trawl.frontier.traps import SiteTrapState, TrapCounters, TrapPolicy, TrapReason, check_url
+from trawl.frontier.traps import (
+    SiteTrapState,
+    TrapCounters,
+    TrapPolicy,
+    TrapReason,
+    _site_hash,
+    check_url,
+)
 
 POLICY = TrapPolicy()
 BASE = "https://www.example.com"
@@ -133,6 +140,19 @@ def test_daily_cap_is_exact_to_64_referrers_then_estimated_and_capped_at_ten_tim
     assert 1600 <= state.referring_sites() <= 2400  # the sketch's ~15 % error
     assert state.daily_cap(POLICY) == 50000
     assert len(state.to_json()["referrers"]) == 64  # type: ignore[arg-type]  # a list
+
+
+@given(st.lists(st.integers(0, 400), max_size=600), st.integers(0, 600))
+def test_the_referrer_sketch_keeps_the_64_smallest_hashes_across_a_restore(
+    sites: list[int], restore_at: int
+) -> None:
+    state = SiteTrapState(POLICY)
+    for n, i in enumerate(sites):
+        if n == restore_at:  # a restart mid-way: the sketch comes back from its record
+            state = SiteTrapState.from_json(json.loads(json.dumps(state.to_json())), POLICY)
+        state.note_referrer(f"site{i}.com")
+    hashes = sorted({_site_hash(f"site{i}.com") for i in sites})
+    assert state.to_json()["referrers"] == hashes[:64]
 
 
 def test_flagged_site_cap_shrinks() -> None:

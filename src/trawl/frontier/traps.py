@@ -29,6 +29,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from hashlib import blake2b
 
 from trawl.errors import DataError
@@ -44,6 +45,7 @@ __all__ = [
 
 _SKETCH_SIZE = 64
 _HASH_BITS = 52  # stays exact as a JSON number (IEEE double) in any reader
+_NOT_FULL = 1 << _HASH_BITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +163,7 @@ def check_url(url: str, depth: int, policy: TrapPolicy) -> TrapReason | None:
     return None
 
 
+@lru_cache(maxsize=65_536)  # a page's cross-site links all credit the page's one site
 def _site_hash(site: str) -> int:
     return int.from_bytes(blake2b(site.encode(), digest_size=8).digest()) >> (64 - _HASH_BITS)
 
@@ -173,11 +176,14 @@ class SiteTrapState:
     owner; across machines, referrers must reach the owner with the queued URL.
     """
 
-    __slots__ = ("_flagged", "_policy", "_recent", "_referrers")
+    __slots__ = ("_flagged", "_largest", "_policy", "_recent", "_referrers")
 
     def __init__(self, policy: TrapPolicy) -> None:
         self._policy = policy  # the similarity rules; daily caps take theirs per call
         self._referrers: set[int] = set()  # the smallest hashes of distinct referring sites
+        # max(_referrers) once the sketch is full, above any hash until then: most links of
+        # a well-linked site fall above it, and one comparison turns them away.
+        self._largest = _NOT_FULL
         # Each entry: [fingerprint, how many other window entries are near-identical to it].
         self._recent: deque[list[int]] = deque()
         self._flagged = False
@@ -186,16 +192,19 @@ class SiteTrapState:
     def note_referrer(self, site: str) -> None:
         """Another site (registered domain) links to this one."""
         h = _site_hash(site)
+        if h >= self._largest:
+            return  # the sketch is full and keeps smaller hashes (or has this one)
         refs = self._referrers
         if h in refs:
             return
         if len(refs) < _SKETCH_SIZE:
             refs.add(h)
+            if len(refs) == _SKETCH_SIZE:
+                self._largest = max(refs)
             return
-        largest = max(refs)
-        if h < largest:
-            refs.remove(largest)
-            refs.add(h)
+        refs.remove(self._largest)
+        refs.add(h)
+        self._largest = max(refs)
 
     def referring_sites(self) -> int:
         """Distinct referring sites: exact up to 64, a k-minimum-values estimate above."""
@@ -284,6 +293,8 @@ class SiteTrapState:
                 if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < 1 << _HASH_BITS:
                     raise ValueError(f"referrer hash {h!r} is out of range")
                 state._referrers.add(h)
+            if len(state._referrers) == _SKETCH_SIZE:
+                state._largest = max(state._referrers)
             for text in recent[-policy.similarity_window :]:
                 raw = bytes.fromhex(text) if isinstance(text, str) and len(text) == 16 else b""
                 if len(raw) != 8:  # fromhex skips spaces, so a short result is damage too
