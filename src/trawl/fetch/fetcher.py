@@ -87,10 +87,10 @@ def _request_head(
     method: str, url: yarl.URL, version: aiohttp.HttpVersion, headers: Mapping[str, str]
 ) -> bytes:
     """The request line and headers as aiohttp writes them (origin-form target, RFC 9112
-    §3.2.1), ending in CRLF CRLF."""
+    §3.2.1), ending in CRLF CRLF; aiohttp encodes its head as UTF-8 (http_writer)."""
     lines = [f"{method} {url.raw_path_qs} HTTP/{version.major}.{version.minor}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
-    return "\r\n".join(lines).encode("latin-1", "replace") + b"\r\n\r\n"
+    return "\r\n".join(lines).encode("utf-8", "replace") + b"\r\n\r\n"
 
 
 def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
