@@ -10,8 +10,8 @@ reads at idle speed, whatever the crawl is doing. What each kind of read goes th
   publishes every second. Publishing is one reference swap, so a reader on another thread
   never sees a half-updated set of numbers and no lock is needed.
 - Live crawl state (site states, seeds, limits, scope): `on_crawl` runs the call on the
-  crawl loop and waits for it there, at the crawl loop's pace; nothing else touches that
-  state.
+  crawl loop, between two of the crawl's steps (loop.inbox), and waits for it; nothing
+  else touches that state.
 - Cluster mode (`SharedStores`): records, events and host records come from PostgreSQL
   (a connection per API thread), bodies from object storage, and a site's new limits go to
   its partition's owner through the partition's link stream; the answer waits until the
@@ -271,15 +271,12 @@ class CrawlView:
             await self.on_crawl_async(lambda: send(change))
 
     async def on_crawl(self, call: Callable[[], T]) -> T:
-        """Run `call` on the crawl loop (the only place live crawl state may be touched)."""
+        """Run `call` on the crawl loop (the only place live crawl state may be touched),
+        between two of the crawl's steps rather than after a whole loop iteration
+        (loop.inbox)."""
         if asyncio.get_running_loop() is self.crawl_loop:
             return call()
-
-        async def run() -> T:
-            return call()
-
-        future = asyncio.run_coroutine_threadsafe(run(), self.crawl_loop)
-        return await asyncio.wrap_future(future)
+        return await asyncio.wrap_future(self.ctx.inbox.submit(call, self.crawl_loop))
 
     async def on_crawl_async(self, call: Callable[[], Awaitable[T]]) -> T:
         """`on_crawl` for a coroutine (say, a Redis call on the crawl loop's client)."""

@@ -3,15 +3,18 @@ and handed to the loop's shells. The bundle holds no state of its own: each part
 state (SiteBook the sites, RunState the turns and the stop, Durability the commit timing,
 CrawlStats the tallies, the frontier the queue) and the shells call the parts.
 
-Who writes what: everything is used from the event loop thread only. A SiteState is written
+Who writes what: everything is used from the event loop thread only (other threads hand
+their calls to `inbox`). A SiteState is written
 only by the task holding that site (RunState makes that one task); counters by any task
 between awaits. Worker processes get values, never state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from trawl.loop.inbox import CrawlInbox
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -69,6 +72,8 @@ class CrawlContext:
     durability: Durability
     stats: CrawlStats
     traps: TrapCounters
+    # Calls from the API's thread, run between the crawl's steps (loop.inbox).
+    inbox: CrawlInbox = field(default_factory=CrawlInbox)
 
     @property
     def agent_token(self) -> str:

@@ -47,6 +47,7 @@ class Crawler:
             while not run.should_stop():
                 await self._admission.wait()
                 await self._turns.acquire()
+                self.ctx.inbox.drain()
                 turn = run.take_site()
                 if turn is None:
                     self._turns.release()
@@ -72,6 +73,7 @@ class Crawler:
                 except NotSent:
                     self.ctx.frontier.put_back(lease)  # no attempt, no outcome
                     return
+                self.ctx.inbox.drain()  # the API's calls, between steps (loop.inbox)
                 run.release_site(site)
                 released = True
                 await self.outcomes.handle(lease, result, previous)

@@ -60,6 +60,7 @@ class PageOutcomes:
         elif result.body is not None and 200 <= result.status < 300:
             known = previous.content_hash if previous is not None else ""
             out: PageOutput = await ctx.page_workers.run(self._page_input(result, known))
+            ctx.inbox.drain()
             if previous is not None:
                 changed = out.content_hash != previous.content_hash
             event = self.content.store(item, result, record, out, previous)
