@@ -283,3 +283,19 @@ def test_negative_counts_are_a_bug() -> None:
 def test_bad_policies_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="finite"):
         ScoringPolicy(**kwargs)
+
+
+_PART = st.one_of(
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
+    st.integers(min_value=-1000, max_value=1000),  # an int weight times an int depth
+)
+
+
+@given(st.tuples(*[_PART] * 6))
+def test_parts_json_text_is_what_json_dumps_writes(values: tuple[float, ...]) -> None:
+    parts = ScoreParts(*values)
+    text = parts.to_json_text()
+    assert text == json.dumps(parts.to_json(), separators=(",", ":"))
+    assert ScoreParts.from_json(json.loads(text)) == ScoreParts(
+        *[round(v, 3) for v in values]
+    )

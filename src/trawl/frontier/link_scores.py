@@ -147,4 +147,4 @@ class LinkScores:
         """(score, parts JSON, line) as the frontier entry keeps them."""
         score = parts.total()
         line = Line.FAST if is_fast(score, self.policy) else Line.SLOW
-        return score, json.dumps(parts.to_json(), separators=(",", ":")), line
+        return score, parts.to_json_text(), line

@@ -91,6 +91,12 @@ class ScoringPolicy:
             raise ValueError(f"fast_threshold must be finite, got {self.fast_threshold!r}")
 
 
+_PARTS_JSON = (
+    '{"inlinkPages":%r,"inlinkSites":%r,"parent":%r,"sitePopularity":%r,"depth":%r,'
+    '"boost":%r,"total":%r}'
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreParts:
     """A score split into its parts, kept on the frontier entry so it can be inspected."""
@@ -124,6 +130,21 @@ class ScoreParts:
             "total": self.total(),
         }
         return {key: round(value, 3) for key, value in parts.items()}
+
+    def to_json_text(self) -> str:
+        """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, in a third
+        of the time: every new link and every re-score writes one (issue 17)."""
+        values = (
+            self.inlink_pages,
+            self.inlink_sites,
+            self.parent,
+            self.site_popularity,
+            self.depth,
+            self.boost,
+            self.total(),
+        )
+        # %r of a float or int is what json writes for it (finite: the policy checks that).
+        return _PARTS_JSON % tuple([round(value, 3) for value in values])
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ScoreParts:
