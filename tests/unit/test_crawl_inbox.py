@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
 from trawl.loop.inbox import CrawlInbox
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 
 def _burn(seconds: float) -> None:

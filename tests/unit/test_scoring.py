@@ -296,6 +296,4 @@ def test_parts_json_text_is_what_json_dumps_writes(values: tuple[float, ...]) ->
     parts = ScoreParts(*values)
     text = parts.to_json_text()
     assert text == json.dumps(parts.to_json(), separators=(",", ":"))
-    assert ScoreParts.from_json(json.loads(text)) == ScoreParts(
-        *[round(v, 3) for v in values]
-    )
+    assert ScoreParts.from_json(json.loads(text)) == ScoreParts(*[round(v, 3) for v in values])
