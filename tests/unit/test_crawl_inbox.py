@@ -74,11 +74,16 @@ def test_results_errors_order_and_cancelled_calls() -> None:
     loop = asyncio.new_event_loop()
     try:
         ran: list[int] = []
-        first = inbox.submit(lambda: ran.append(1) or "one", loop)
+
+        def note(n: int, answer: str) -> str:
+            ran.append(n)
+            return answer
+
+        first = inbox.submit(lambda: note(1, "one"), loop)
         failing = inbox.submit(lambda: 1 / 0, loop)
-        dropped = inbox.submit(lambda: ran.append(99), loop)
+        dropped = inbox.submit(lambda: note(99, "never"), loop)
         assert dropped.cancel()  # a caller that gave up: never run
-        last = inbox.submit(lambda: ran.append(2) or "two", loop)
+        last = inbox.submit(lambda: note(2, "two"), loop)
         assert not first.done()  # nothing runs until the crawl loop drains
         inbox.drain()
         assert (first.result(), last.result(), ran) == ("one", "two", [1, 2])
