@@ -25,15 +25,29 @@ def test_checkpoint_and_reload_keep_what_was_seen(tmp_path: Path) -> None:
     seen = _seen(tmp_path)
     assert seen.add_if_new(_h("a"))
     assert not seen.add_if_new(_h("a"))
-    seen.checkpoint()
+    seen.snapshot()()
     again = _seen(tmp_path)
     assert not again.add_if_new(_h("a"))
     assert again.add_if_new(_h("b"))
 
 
+def test_a_snapshot_saves_the_set_as_it_was_when_taken(tmp_path: Path) -> None:
+    # The crawl copies the set right after a commit and saves the copy on a thread while it
+    # goes on: a URL added meanwhile (its queue row not committed yet) must not be saved as
+    # seen, or a crash before the next commit would leave it seen and never queued.
+    seen = _seen(tmp_path)
+    assert seen.add_if_new(_h("committed"))
+    save = seen.snapshot()
+    assert seen.add_if_new(_h("after"))
+    save()
+    again = _seen(tmp_path)
+    assert not again.add_if_new(_h("committed"))
+    assert again.add_if_new(_h("after"))
+
+
 def test_hashes_recorded_after_the_checkpoint_are_seen_after_restart(tmp_path: Path) -> None:
     seen = _seen(tmp_path)
-    seen.checkpoint()
+    seen.snapshot()()
     conn = seen._conn
     conn.execute(
         "INSERT INTO queue(site, line, url, url_hash, depth, discovered_at)"

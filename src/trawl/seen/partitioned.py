@@ -8,16 +8,20 @@ among the partitions (a fixed share, so a slice saved by one node loads on any o
 
 The node claims URLs through `claim(partition, url_hash, must_crawl=...)`; the crawl loop never
 claims in cluster mode (it routes what it finds), so the `SeenUrls` port's own claim methods
-refuse, and `checkpoint()` has nothing to do: slices are saved with their partitions.
+refuse, and `snapshot()` has nothing to save: slices are saved with their partitions.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
 from trawl.errors import DataError, UsageError
 from trawl.seen.bloom import BloomFilter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MIN_SLICE_CAPACITY = 10_000
 
@@ -95,9 +99,14 @@ class PartitionedSeen:
     def add_must_crawl_if_new(self, url_hash: str) -> bool:
         raise UsageError("cluster mode: URLs are claimed by their partition's owner")
 
-    def checkpoint(self) -> None:
-        """Nothing: each slice is saved with its partition's checkpoint."""
+    def snapshot(self) -> Callable[[], None]:
+        """Nothing to save: each slice is saved with its partition's checkpoint."""
+        return _nothing
 
     @property
     def size_bytes(self) -> int:
         return sum(part.bloom.size_bytes for part in self._slices.values())
+
+
+def _nothing() -> None:
+    return None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class SeenUrls(Protocol):
@@ -15,7 +18,9 @@ class SeenUrls(Protocol):
     def add_must_crawl_if_new(self, url_hash: str) -> bool:
         """Exact check for seeds and operator URLs: never a false 'seen'."""
 
-    def checkpoint(self) -> None: ...
+    def snapshot(self) -> Callable[[], None]:
+        """Copy the set now, right after a commit (a saved set must hold no URL the database
+        lacks); the returned call saves the copy and may run on a thread."""
 
     @property
     def size_bytes(self) -> int: ...

@@ -4,14 +4,16 @@ A Bloom filter only errs towards "seen", so about 1 new link in 100 (at the defa
 skipped; that is fine for discovered links, which are usually found again, but not for seeds
 and operator-added URLs, which go through the exact table (`must_crawl`) instead.
 
-Checkpoint and resume: the filter is saved to a file at checkpoints (atomic rename). On
-start the filter is loaded and every urlHash in the page and queue tables is added again, so
-URLs recorded after the last checkpoint are never treated as new.
+Checkpoint and resume: at checkpoints a copy of the filter, taken right after a commit, is
+saved to a file (atomic rename). On start the filter is loaded and every urlHash in the page
+and queue tables is added again, so URLs recorded after the last checkpoint are never treated
+as new, and the saved filter holds none the tables lack.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 from trawl.errors import DataError
@@ -19,6 +21,7 @@ from trawl.seen.bloom import BloomFilter
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
     from pathlib import Path
 
 
@@ -66,11 +69,19 @@ class SeenSet:
         self._bloom.add(url_hash)
         return True
 
-    def checkpoint(self) -> None:
+    def snapshot(self) -> Callable[[], None]:
+        """Copy the set now (a memcpy of the filter) and return the call that writes the copy
+        durably, which may run on a thread. Take it right after a commit: a saved filter must
+        hold no URL whose queue row the database lacks, or a crash leaves that URL "seen"
+        and never queued (issue 13's crash soak caught a snapshot taken later)."""
+        data = self._bloom.to_bytes()
+        return partial(self._write, data)
+
+    def _write(self, data: bytes) -> None:
         tmp = self._path.with_suffix(".tmp")
         try:
             with tmp.open("wb") as fh:
-                fh.write(self._bloom.to_bytes())
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             tmp.replace(self._path)
