@@ -59,7 +59,7 @@ def test_watch_sees_a_blocked_loop_and_the_gate_holds_new_work_until_it_catches_
             await asyncio.sleep(0)
         assert lag.last >= 0.07
         start = time.perf_counter()
-        await gate.wait()  # held until an on-time tick
+        await gate.wait(lambda: False)  # held until an on-time tick
         held_for = time.perf_counter() - start
         stopped.set()
         await watcher
@@ -70,6 +70,21 @@ def test_watch_sees_a_blocked_loop_and_the_gate_holds_new_work_until_it_catches_
     assert lag.held >= 1
     assert lag.last <= 0.02
     assert held_for < 1.0
+
+
+def test_a_stopping_run_is_not_held_by_the_last_late_tick() -> None:
+    # The watch ends with the run; had its last tick been late, a gate waiting for an
+    # on-time one would hold the dispatcher forever, and the stop would never be seen.
+    async def main() -> float:
+        lag = LoopLag()
+        lag.observe(0.5)  # the last tick before the watch ended: late, and never updated
+        gate = AdmissionGate(lag, high_s=0.01)
+        stop_at = time.perf_counter() + 0.05
+        start = time.perf_counter()
+        await asyncio.wait_for(gate.wait(lambda: time.perf_counter() >= stop_at), timeout=5)
+        return time.perf_counter() - start
+
+    assert asyncio.run(main()) < 1.0
 
 
 def test_metrics_show_the_loop_lag_histogram() -> None:

@@ -45,7 +45,7 @@ class Crawler:
             if self._watch_lag:
                 tasks.create_task(lag.watch(self.ctx.stats.loop_lag, run.stopped))
             while not run.should_stop():
-                await self._admission.wait()
+                await self._admission.wait(run.should_stop)
                 await self._turns.acquire()
                 self.ctx.inbox.drain()
                 turn = run.take_site()
