@@ -91,10 +91,10 @@ class ScoringPolicy:
             raise ValueError(f"fast_threshold must be finite, got {self.fast_threshold!r}")
 
 
-_PARTS_JSON = (
-    '{"inlinkPages":%r,"inlinkSites":%r,"parent":%r,"sitePopularity":%r,"depth":%r,'
-    '"boost":%r,"total":%r}'
-)
+# The parts' JSON keys, in the order of ScoreParts' fields; "total" follows them.
+_PART_KEYS = ("inlinkPages", "inlinkSites", "parent", "sitePopularity", "depth", "boost")
+# %r of a float or int is what json writes for it (finite: the policy checks that).
+_PARTS_JSON = "{" + ",".join(f'"{key}":%r' for key in (*_PART_KEYS, "total")) + "}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,20 +120,15 @@ class ScoreParts:
 
     def to_json(self) -> dict[str, float]:
         """camelCase keys as in the records, rounded to 3 decimals, with the total."""
-        parts = {
-            "inlinkPages": self.inlink_pages,
-            "inlinkSites": self.inlink_sites,
-            "parent": self.parent,
-            "sitePopularity": self.site_popularity,
-            "depth": self.depth,
-            "boost": self.boost,
-            "total": self.total(),
-        }
-        return {key: round(value, 3) for key, value in parts.items()}
+        return dict(zip((*_PART_KEYS, "total"), self._rounded(), strict=True))
 
     def to_json_text(self) -> str:
         """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, in a third
         of the time: every new link and every re-score writes one (issue 17)."""
+        return _PARTS_JSON % self._rounded()
+
+    def _rounded(self) -> tuple[float, ...]:
+        """The parts and the total, rounded to 3 decimals, in `_PART_KEYS` order."""
         values = (
             self.inlink_pages,
             self.inlink_sites,
@@ -143,14 +138,13 @@ class ScoreParts:
             self.boost,
             self.total(),
         )
-        # %r of a float or int is what json writes for it (finite: the policy checks that).
-        return _PARTS_JSON % tuple([round(value, 3) for value in values])
+        return tuple([round(value, 3) for value in values])
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ScoreParts:
         """Inverse of `to_json` (the total is recomputed); raises ValueError naming a bad key."""
         values = []
-        for key in ("inlinkPages", "inlinkSites", "parent", "sitePopularity", "depth", "boost"):
+        for key in _PART_KEYS:
             value = data.get(key)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"score parts: {key!r} is {value!r}, not a number")
