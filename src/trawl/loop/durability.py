@@ -132,12 +132,12 @@ class Durability:
         threads. On the event loop they held every connection for ~0.3 s once a minute
         (issue 17): every changed host record, the fsyncs of WARC and database, the seen
         set's 12 MB. Between checkpoints host records are written in their usual shares (a
-        soft signal, each within HOST_WRITE_INTERVAL_S). The in-link
-        counts (~27 MB) are a soft signal too: a snapshot taken while the loop goes on
-        counting is good enough (issue 13's crash soak found them stalling the loop for
-        ~110 ms). The seen set is copied on the loop right after the commit, though: a copy
-        taken later holds URLs whose queue rows were not committed yet, and a crash then
-        loses them (the crash soak caught that)."""
+        soft signal, each within HOST_WRITE_INTERVAL_S). The in-link counts (~27 MB) are a
+        soft signal too: a snapshot taken while the loop goes on counting is good enough
+        (issue 13's crash soak found them stalling the loop for ~110 ms). The seen set is
+        copied on the loop right after the commit, though: a copy taken later holds URLs
+        whose queue rows were not committed yet, and a crash then loses them (the crash soak
+        caught that)."""
         self.commit(hosts=hosts)
         save_seen = self._seen.snapshot()
         await asyncio.to_thread(self._warc.sync_handle())

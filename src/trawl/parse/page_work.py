@@ -23,7 +23,7 @@ from trawl.store.warc_record import (
 )
 from trawl.urls.link_memo import LinkMemo
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
-from trawl.urls.registered_domain import site_of_normalised
+from trawl.urls.registered_domain import host_of, site_of_normalised
 
 _rules: NormaliseRules = DEFAULT_RULES
 
@@ -121,7 +121,10 @@ def process_page(page: PageInput) -> PageOutput:
 def _main_text(url: str, body: bytes, decoded: str | bytes) -> tuple[int, int]:
     """`main_text` with a first try where the host's last page held its prose: pages of
     one host share a template (the answer is the same either way; only the cost differs)."""
-    host = url.split("/", 3)[2] if url.count("/") >= 2 else ""
+    try:
+        host = host_of(url)
+    except InvalidUrl:  # never for a fetched page; then there is simply no hint
+        host = ""
     found = main_text(body, decoded, first_try=_window_hints.get(host, 0))
     if found.window_hint:
         if len(_window_hints) >= _MAX_WINDOW_HINTS:
