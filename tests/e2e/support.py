@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
     from trawl.testweb.process import TestWebProcess
 
 CONTACT = "https://trawl.invalid/test"
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a child a test stops with SIGINT (Ctrl-C): a test run started as a
+    shell's background job (`nohup ... &`) ignores SIGINT, and its children would inherit
+    that and never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def crawl_command(web: TestWebProcess, data: Path, max_time_s: float = 240) -> list[str]:

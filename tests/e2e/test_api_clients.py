@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from tests.e2e.serve_support import Served, free_port, run_serve
+from tests.e2e.support import interruptible
 
 from trawl.cli import main
 from trawl.testweb.process import TestWebProcess
@@ -172,7 +173,9 @@ def follower(
 ) -> Iterator[tuple[subprocess.Popen[bytes], LineReader]]:
     command = [sys.executable, "-m", "trawl", "events", "--api", api, "--follow", *extra]
     with stderr.open("wb") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=err, preexec_fn=interruptible
+        )
     try:
         yield proc, LineReader(proc)
     finally:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.e2e.support import interruptible
 
 from trawl.cli import main
 from trawl.model import PageFetchedEvent, PageRecord
@@ -286,6 +287,7 @@ def test_events_follow_prints_events_committed_later(crawl: Crawl) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=interruptible,
     )
     try:
         assert follower.stdout is not None
