@@ -32,15 +32,11 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("WARC record: gzip (ISA-L)", ("gzip_member",)),
     ("WARC record: sha1 digests, headers", ("encode_response_record",)),
     ("content hash (sha256)", ("content_hash",)),
-    ("worker: pickling, pipes", ("_sendback_result", "Queue.get", "SimpleQueue")),
+    # A worker's own frames: the work above matched first, what is left is its socket.
+    ("worker: pickling, pipes", ("serve (trawl/loop/process_pool.py",)),
     (
         "main: hand-off to workers (pickle, pipe, futures)",
-        (
-            "Queue._feed",
-            "_ExecutorManagerThread",
-            "ProcessPoolExecutor.submit",
-            "BatchedWorkers",
-        ),
+        ("loop/process_pool.py", "BatchedWorkers", "cpu_batches.py"),
     ),
     (
         "HTTP fetch (aiohttp)",
