@@ -32,11 +32,15 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("WARC record: gzip (ISA-L)", ("gzip_member",)),
     ("WARC record: sha1 digests, headers", ("encode_response_record",)),
     ("content hash (sha256)", ("content_hash",)),
-    # A worker's own frames: the work above matched first, what is left is its socket.
-    ("worker: pickling, pipes", ("serve (trawl/loop/process_pool.py",)),
+    ("worker: pickling, pipes", ("_sendback_result", "Queue.get", "SimpleQueue")),
     (
         "main: hand-off to workers (pickle, pipe, futures)",
-        ("loop/process_pool.py", "BatchedWorkers", "cpu_batches.py"),
+        (
+            "Queue._feed",
+            "_ExecutorManagerThread",
+            "ProcessPoolExecutor.submit",
+            "BatchedWorkers",
+        ),
     ),
     (
         "HTTP fetch (aiohttp)",

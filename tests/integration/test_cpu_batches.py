@@ -48,54 +48,43 @@ def new_pool() -> WorkerPool:
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[asyncio.Runner]:
-    """One event loop for the module's shared pool: its sockets belong to one loop."""
-    with asyncio.Runner() as run:
-        yield run
-
-
-@pytest.fixture(scope="module")
 def pool() -> Iterator[WorkerPool]:
     workers = new_pool()
     yield workers
     workers.shutdown()
 
 
-def test_results_reach_their_own_callers_in_batches(
-    runner: asyncio.Runner, pool: WorkerPool
-) -> None:
+def test_results_reach_their_own_callers_in_batches(pool: WorkerPool) -> None:
     async def main() -> tuple[list[int], int]:
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, square_or_fail, max_batch=8)
         results = await asyncio.gather(*(workers.run(i) for i in range(50)))
         return list(results), workers.batches
 
-    results, batches = runner.run(main())
+    results, batches = asyncio.run(main())
     assert results == [i * i for i in range(50)]
     assert batches == 7  # 6 full batches of 8, then 2 sent by the timer
 
 
-def test_a_lone_item_is_sent_after_the_wait(runner: asyncio.Runner, pool: WorkerPool) -> None:
+def test_a_lone_item_is_sent_after_the_wait(pool: WorkerPool) -> None:
     async def main() -> int:
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, square_or_fail, max_wait_s=0.01)
         return await workers.run(7)
 
-    assert runner.run(main()) == 49
+    assert asyncio.run(main()) == 49
 
 
-def test_one_failure_is_raised_only_to_its_caller(runner: asyncio.Runner, pool: WorkerPool) -> None:
+def test_one_failure_is_raised_only_to_its_caller(pool: WorkerPool) -> None:
     async def main() -> list[int | BaseException]:
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, square_or_fail)
         return await asyncio.gather(*(workers.run(i) for i in (1, -2, 3)), return_exceptions=True)
 
-    one, bad, three = runner.run(main())
+    one, bad, three = asyncio.run(main())
     assert (one, three) == (1, 9)
     assert isinstance(bad, ValueError)
     assert str(bad) == "bad -2"
 
 
-def test_a_cancelled_caller_does_not_disturb_the_batch(
-    runner: asyncio.Runner, pool: WorkerPool
-) -> None:
+def test_a_cancelled_caller_does_not_disturb_the_batch(pool: WorkerPool) -> None:
     async def main() -> int:
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, square_or_fail, max_wait_s=0.05)
         doomed = asyncio.ensure_future(workers.run(2))
@@ -104,7 +93,7 @@ def test_a_cancelled_caller_does_not_disturb_the_batch(
         doomed.cancel()
         return await survivor
 
-    assert runner.run(main()) == 25
+    assert asyncio.run(main()) == 25
 
 
 def test_issue_13_a_killed_worker_is_replaced_and_its_batch_redone(tmp_path: Path) -> None:
@@ -115,17 +104,16 @@ def test_issue_13_a_killed_worker_is_replaced_and_its_batch_redone(tmp_path: Pat
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, fn, max_batch=4)
         return list(await asyncio.gather(*(workers.run(i) for i in range(10))))
 
-    with asyncio.Runner() as run:
-        try:
-            assert run.run(main()) == [i * i for i in range(10)]
-            stats = pool.stats()
-            assert stats.replaced == 1, repr(pool)
-            assert stats.redone >= 1, repr(pool)  # the batch that died, and any pending with it
-            # The fresh pool goes on working.
-            assert run.run(main()) == [i * i for i in range(10)]
-            assert pool.stats().replaced == 1
-        finally:
-            pool.shutdown()
+    try:
+        assert asyncio.run(main()) == [i * i for i in range(10)]
+        stats = pool.stats()
+        assert stats.replaced == 1, repr(pool)
+        assert stats.redone >= 1, repr(pool)  # the batch that died, and any pending with it
+        # The fresh pool goes on working.
+        assert asyncio.run(main()) == [i * i for i in range(10)]
+        assert pool.stats().replaced == 1
+    finally:
+        pool.shutdown()
 
 
 def test_issue_13_work_that_always_kills_its_worker_is_raised_as_a_bug() -> None:
@@ -135,10 +123,9 @@ def test_issue_13_work_that_always_kills_its_worker_is_raised_as_a_bug() -> None
         workers: BatchedWorkers[int, int] = BatchedWorkers(pool, always_die)
         return await workers.run(3)
 
-    with asyncio.Runner() as run:
-        try:
-            with pytest.raises(WorkerCrashed, match=f"{MAX_ATTEMPTS} times"):
-                run.run(main())
-            assert pool.stats().replaced == MAX_ATTEMPTS
-        finally:
-            pool.shutdown()
+    try:
+        with pytest.raises(WorkerCrashed, match=f"{MAX_ATTEMPTS} times"):
+            asyncio.run(main())
+        assert pool.stats().replaced == MAX_ATTEMPTS
+    finally:
+        pool.shutdown()

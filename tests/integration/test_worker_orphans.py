@@ -23,7 +23,7 @@ _CRAWL = """
 import multiprocessing.forkserver as fs, sys, time
 from trawl.loop.workers import start_process_pool
 pool = start_process_pool(2, int, ())
-pids = [fs._forkserver._forkserver_pid, *pool.pids]
+pids = [fs._forkserver._forkserver_pid, *pool._processes]
 print(" ".join(map(str, pids)), flush=True)
 time.sleep(120)
 """

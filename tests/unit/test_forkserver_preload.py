@@ -8,7 +8,6 @@ forkserver, so any `python -c` process that had imported multiprocessing.forkser
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 
@@ -50,11 +49,7 @@ def _no_init() -> None:
 @pytest.mark.timeout(120)
 def test_workers_forked_from_the_forkserver_ignore_both() -> None:
     pool = start_process_pool(1, _no_init, ())
-
-    async def dispositions() -> tuple[int, int]:
-        try:
-            return await pool.call(_worker_dispositions)  # type: ignore[no-any-return]
-        finally:
-            pool.shutdown()
-
-    assert asyncio.run(dispositions()) == (1, 1)  # SIG_IGN
+    try:
+        assert pool.submit(_worker_dispositions).result(timeout=60) == (1, 1)  # SIG_IGN
+    finally:
+        pool.shutdown()

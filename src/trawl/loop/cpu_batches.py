@@ -1,11 +1,12 @@
 """Page work for the worker processes, sent in small batches.
 
-Why: a call to a worker has a fixed cost on the loop (a frame pickled, written and read
-back, a future settled; with ProcessPoolExecutor's feeder and manager threads it was 0.9 ms
-a page in bench/profile_crawl.py, more than parsing, hashing and compressing the page).
+Why: ProcessPoolExecutor's per-call machinery (an envelope pickled per call, a feeder
+thread, a manager thread, a concurrent future chained to an asyncio one) cost 0.9 ms per
+page in bench/profile_crawl.py — more than parsing, hashing and compressing the page.
 Batching a few pages per call pays that once per batch. A batch goes out when it is full
 or `max_wait_s` after its first page, so a quiet crawl adds at most that much latency.
-The wait is 20 ms, not less: at 400 pages/s a 3 ms wait made batches of 1.9 pages, 20 ms
+The wait is 20 ms, not less: each batch still costs the loop ~0.6 ms of CPU (threads
+woken, pipes written), and at 400 pages/s a 3 ms wait made batches of 1.9 pages, 20 ms
 makes ~9 (bench/fetch_bench.py --part handoff, issue 17). The added latency holds no
 site: a site is released before its page's outcome is worked out (loop.crawler).
 A batch's pages come back one per turn of the event loop, not all at once: each page's

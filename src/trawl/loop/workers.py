@@ -1,20 +1,20 @@
 """The worker processes for page work: deaf to stop signals, replaced when one dies.
 
-How this works (issue 13; the processes themselves are loop.process_pool's, issue 17):
+How this works (issue 13):
 - SIGINT/SIGTERM sent to trawl's whole process group (systemd's `KillMode=control-group`,
   Ctrl-C in a terminal) reach every worker too. Workers ignore both: the parent, which
   checkpoints first, shuts them down. The forkserver that forks the workers must ignore
-  them as well, or a Ctrl-C would kill it and no worker could be replaced. So the
-  forkserver's preload module (`loop.forkserver_preload`, imported by nothing else)
-  ignores the signals there; each worker forked from it inherits SIG_IGN from birth (no
-  window before its setup runs), and the setup sets it again for pools started some other
-  way.
-- Any other death of a worker (kill -9, the OOM killer) breaks its pool for good: every
-  pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a fresh pool
-  (once per broken pool, however many calls saw it), logs one line, and redoes the call
-  there. A call that breaks `MAX_ATTEMPTS` pools in a row is a bug of ours (work that
-  kills its worker every time), raised as `WorkerCrashed`. The broken pool's other
-  workers are SIGKILLed: they ignore SIGTERM.
+  them as well: when it dies, the pool reads every worker's status pipe as closed and
+  declares the whole pool broken. So the forkserver's preload module
+  (`loop.forkserver_preload`, imported by nothing else) ignores the signals there; each
+  worker forked from it inherits SIG_IGN from birth (no window before the pool initializer
+  runs), and the initializer sets it again for pools started some other way.
+- Any other death of a worker (kill -9, the OOM killer) breaks a ProcessPoolExecutor for
+  good: every pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a
+  fresh pool (once per broken pool, however many calls saw it), logs one line, and redoes
+  the call there. A call that breaks `MAX_ATTEMPTS` pools in a row is a bug of ours (work
+  that kills its worker every time), raised as `WorkerCrashed`. The broken pool's other
+  workers are SIGKILLed: they would ignore the SIGTERM the executor ends them with.
 - Pools are started whole before use (`start_process_pool`), a replacement on a thread:
   spawning a worker blocks, and the event loop must not (see there why).
 """
@@ -24,31 +24,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import functools
 import logging
 import multiprocessing
 import os
 import signal
 import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
 from trawl.loop.gc_tuning import tune_gc
-from trawl.loop.process_pool import ProcessPool
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Executor
-
-    # A ProcessPool (the crawl's), or any Executor (tests run page work on threads).
-    Pool = ProcessPool | Executor
 
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 MAX_ATTEMPTS = 3  # pools one call may break before it is taken for a bug
+WARM_UP_S = 0.02
 WORKER_NICENESS = 10
 
 T = TypeVar("T")
@@ -103,21 +101,33 @@ def _init_worker(initializer: Callable[[*Ts], None], initargs: tuple[*Ts]) -> No
     tune_gc()
 
 
+def _started() -> None:
+    time.sleep(WARM_UP_S)  # busy, so that each warm-up call gets a worker of its own
+
+
 def start_process_pool(
     workers: int, initializer: Callable[[*Ts], None], initargs: tuple[*Ts]
-) -> ProcessPool:
-    """Started forkserver worker processes that ignore the stop signals. Blocks.
+) -> ProcessPoolExecutor:
+    """A started forkserver process pool whose workers ignore the stop signals. Blocks.
 
-    Started: the forkserver and every worker are running, past `initializer`, when it
-    returns. Forking on demand, on the event loop, stalled every connection for a few
-    hundred milliseconds, and a request written late reached its server closer to the
-    previous one on its IP than the IP gate had spaced them.
+    Started: the forkserver and every worker are running when it returns. A pool spawns
+    its workers on demand, in `submit`, which waits for the forkserver to start and fork;
+    on the event loop that stalled every connection for a few hundred milliseconds, and a
+    request written late reached its server closer to the previous one on its IP than
+    the IP gate had spaced them.
     """
     context = multiprocessing.get_context("forkserver")
     # Takes effect when the forkserver starts (once per process, on the first pool).
     context.set_forkserver_preload(["trawl.loop.forkserver_preload"])
-    setup = functools.partial(_init_worker, initializer, initargs)
-    return ProcessPool.start(workers, setup, context)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(initializer, initargs),
+    )
+    for started in [pool.submit(_started) for _ in range(workers)]:
+        started.result()
+    return pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +144,12 @@ class WorkerPool:
     processes start), and the executor's own threads never touch this object.
     """
 
-    def __init__(self, start_pool: Callable[[], Pool], *, max_attempts: int = MAX_ATTEMPTS) -> None:
+    def __init__(
+        self, start_pool: Callable[[], Executor], *, max_attempts: int = MAX_ATTEMPTS
+    ) -> None:
         self._start_pool = start_pool
         self._pool = start_pool()
-        self._replacing: asyncio.Task[Pool] | None = None
+        self._replacing: asyncio.Task[Executor] | None = None
         self._max_attempts = max_attempts
         self._replaced = 0
         self._redone = 0
@@ -150,8 +162,6 @@ class WorkerPool:
                 self._redone += 1
             pool = await self._current_pool()
             try:
-                if isinstance(pool, ProcessPool):
-                    return await pool.call(fn, *args)  # type: ignore[no-any-return]
                 # submit() itself raises BrokenProcessPool once the pool is known broken.
                 return await loop.run_in_executor(pool, fn, *args)
             except BrokenProcessPool as exc:
@@ -161,7 +171,7 @@ class WorkerPool:
             f"{self._max_attempts} times in a row"
         )
 
-    async def _current_pool(self) -> Pool:
+    async def _current_pool(self) -> Executor:
         replacing = self._replacing
         if replacing is None:
             return self._pool
@@ -173,7 +183,7 @@ class WorkerPool:
         self._pool = pool
         return pool
 
-    def _replace(self, broken: Pool, exc: BrokenProcessPool) -> None:
+    def _replace(self, broken: Executor, exc: BrokenProcessPool) -> None:
         if broken is not self._pool or self._replacing is not None:
             return  # another call saw it first
         self._replacing = asyncio.ensure_future(asyncio.to_thread(self._start_pool))
@@ -186,9 +196,7 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop the workers once their calls are done (the parent's side of a stop signal)."""
-        if isinstance(self._pool, ProcessPool):
-            self._pool.shutdown()
-        elif getattr(self._pool, "_broken", False):
+        if getattr(self._pool, "_broken", False):
             _discard(self._pool)  # broken since its last call
         else:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -197,16 +205,13 @@ class WorkerPool:
         return f"<WorkerPool replaced={self._replaced} redone={self._redone} pool={self._pool!r}>"
 
 
-def _discard(broken: Pool) -> None:
+def _discard(broken: Executor) -> None:
     """Shut a broken pool down, SIGKILLing its surviving workers.
 
     ProcessPoolExecutor ends the survivors of a broken pool with SIGTERM, which our workers
     ignore, and then joins them: its manager thread, and at exit the interpreter waiting
     for that thread, would hang. `_processes` is private, but the only handle on them.
     """
-    if isinstance(broken, ProcessPool):
-        broken.kill()
-        return
     processes = getattr(broken, "_processes", None) or {}
     for process in list(processes.values()):
         process.kill()
