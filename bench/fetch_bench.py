@@ -10,10 +10,11 @@ on_sent callback, `--concurrency` at a time over `--hosts` names.
 ~100 KB body, the worker answers with a PageOutput-sized reply (30 KB record, 50 links)
 without doing the page work, so what is left is the main side of the hand-off.
 
-Each measurement runs in a child process (`time.process_time()` of the whole child, all
-its threads, per page). With `--base SRC` (a checkout's src/ directory, e.g. a worktree of
-the commit before the change) the base and this tree alternate, round by round, in the
-same run, and the ratio of medians is printed.
+Each measurement runs in a child process on uvloop, as the crawl does
+(`time.process_time()` of the whole child, all its threads, per page). With `--base SRC`
+(a checkout's src/ directory, e.g. a worktree of the commit before the change) the base
+and this tree alternate, round by round, in the same run, and the ratio of medians is
+printed.
 """
 
 from __future__ import annotations
@@ -213,10 +214,13 @@ def _init_echo() -> None:
 
 
 def _child(args: argparse.Namespace) -> None:
-    if args.part == "fetch":
-        out = asyncio.run(_fetch_run(args.port, args.pages, args.concurrency, args.hosts))
-    else:
-        out = asyncio.run(_handoff_run(args.pages, args.rate))
+    import uvloop  # the crawl's loop (cli.runner.run_async): its transports are what we time
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        if args.part == "fetch":
+            out = runner.run(_fetch_run(args.port, args.pages, args.concurrency, args.hosts))
+        else:
+            out = runner.run(_handoff_run(args.pages, args.rate))
     print(json.dumps(out))
 
 
