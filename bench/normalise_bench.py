@@ -119,18 +119,26 @@ PAGES_FILE = Path("/tmp/trawl-bench-normalise-pages.pkl")
 Page = tuple[tuple[str, ...], str]
 
 
-def _bench_web_pages() -> list[Page]:
-    """(hrefs, base) of every page of the quick bench web under every host name, in crawl
-    order: round robin over sites (a polite crawl spreads a site's pages out in time)."""
+def bench_web_pages(
+    root: Path = Path("/tmp/trawl-bench-web-quick"),
+    n_sites: int = 800,
+    pages_per_site: int = 12,
+    paths_per_site: int | None = None,
+) -> list[Page]:
+    """(hrefs, base) of the pages of a bench web (the quick one by default; generated into
+    `root` or reused) under every host name, in crawl order: round robin over sites (a
+    polite crawl spreads a site's pages out in time). `paths_per_site` keeps only each
+    site's first paths."""
     from bench.webfarm.generate import generate_web
     from trawl.parse.links import extract_links
 
-    spec = generate_web(Path("/tmp/trawl-bench-web-quick"), n_sites=800, pages_per_site=12)
+    spec = generate_web(root, n_sites=n_sites, pages_per_site=pages_per_site)
+    paths = spec.page_paths[:paths_per_site]
     per_site: list[list[Page]] = []
     for site in spec.sites:
         pages: list[Page] = []
         for host in site.hosts:
-            for path in spec.page_paths:
+            for path in paths:
                 file = spec.root / "www" / site.host / (path[1:] or "")
                 file = file / "index.html" if path.endswith("/") else file
                 parsed = extract_links(file.read_bytes(), f"http://{host}{path}")
@@ -177,7 +185,7 @@ def _synthetic_pages() -> list[Page]:
 
 def pages_main(baseline_src: str, rounds: int) -> None:
     if not PAGES_FILE.exists():
-        PAGES_FILE.write_bytes(pickle.dumps(_bench_web_pages()))
+        PAGES_FILE.write_bytes(pickle.dumps(bench_web_pages()))
     web: list[Page] = pickle.loads(PAGES_FILE.read_bytes())
     baseline = _baseline_links(baseline_src)
     print(f"baseline: normalise_links of d985f65 with {baseline_src}/trawl/urls/normalise.py")
