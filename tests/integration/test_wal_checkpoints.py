@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 from typing import TYPE_CHECKING
 
@@ -88,3 +89,41 @@ def test_a_checkpoint_on_the_thread_copies_every_commit_so_far(tmp_path: Path) -
     rows, background = asyncio.run(commit_then_checkpoint())
     assert rows == 100
     assert background == 1
+
+
+def test_a_restart_starts_the_wal_over_at_the_first_try(tmp_path: Path) -> None:
+    """The crawl's rhythm: commit, restart check, thread checkpoint, and its next
+    transaction at once. A thread checkpoint started right after a restart kept the WAL from
+    starting over, so every restart (a copy and two fsyncs on the crawl's loop) ran twice,
+    on two commits in a row."""
+    db = tmp_path / "crawl.db"
+
+    async def crawl_like() -> list[int]:
+        conn = open_database(db)
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+        wal = WalCheckpoints.take_over(conn)
+        assert wal is not None
+        wal._restart_frames = 200
+        ran = []
+        for _ in range(120):
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(50)]
+            )  # ~25 pages a commit
+            conn.execute("COMMIT")
+            before = wal.restarts
+            wal.after_commit(conn)
+            ran.append(wal.restarts - before)
+            wal.start()
+            conn.execute("BEGIN")  # the crawl's next outcome writes at once
+            conn.execute("INSERT INTO t(v) VALUES (?)", (b"x",))
+            await asyncio.sleep(0.005)  # the thread's checkpoint runs meanwhile
+            conn.execute("COMMIT")
+        await wal.close()
+        conn.close()
+        return ran
+
+    ran = asyncio.run(crawl_like())
+    assert sum(ran) >= 5
+    pairs = sum(1 for a, b in itertools.pairwise(ran) if a and b)
+    assert pairs == 0, ran
