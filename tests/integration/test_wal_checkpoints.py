@@ -14,23 +14,31 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+def _table_with_wal(db: Path, *, restart_frames: int) -> tuple[sqlite3.Connection, WalCheckpoints]:
+    conn = open_database(db)
+    conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+    wal = WalCheckpoints.take_over(conn)
+    assert wal is not None
+    wal._restart_frames = restart_frames
+    return conn, wal
+
+
+def _commit_rows(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(50)]
+    )  # ~25 pages a commit
+    conn.execute("COMMIT")
+
+
 def test_the_wal_is_copied_on_the_thread_and_starts_over_past_its_bound(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
 
     async def crawl_like() -> tuple[WalCheckpoints, list[int]]:
-        conn = open_database(db)
-        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
-        wal = WalCheckpoints.take_over(conn)
-        assert wal is not None
-        wal_bound = 64
-        wal._restart_frames = wal_bound
+        conn, wal = _table_with_wal(db, restart_frames=64)
         sizes = []
         for batch in range(40):
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(50)]
-            )  # ~25 pages a commit
-            conn.execute("COMMIT")
+            _commit_rows(conn)
             wal.after_commit(conn)
             wal.start()
             await asyncio.sleep(0.01)
@@ -99,18 +107,10 @@ def test_a_restart_starts_the_wal_over_at_the_first_try(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
 
     async def crawl_like() -> list[int]:
-        conn = open_database(db)
-        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
-        wal = WalCheckpoints.take_over(conn)
-        assert wal is not None
-        wal._restart_frames = 200
+        conn, wal = _table_with_wal(db, restart_frames=200)
         ran = []
         for _ in range(120):
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO t(v) VALUES (?)", [(bytes(2000),) for _ in range(50)]
-            )  # ~25 pages a commit
-            conn.execute("COMMIT")
+            _commit_rows(conn)
             before = wal.restarts
             wal.after_commit(conn)
             ran.append(wal.restarts - before)
