@@ -22,7 +22,7 @@ How this works:
   (~35 ms on the crawl's loop on the full bench web) were done twice, on two commits in a
   row, every time. `start()` right after a restart therefore skips one turn.
 - `restart_frames` is 256 MiB of WAL: at full speed the crawl writes ~10 MB of WAL a second
-  (a page dirties a dozen B-tree pages with random keys), so 64 MiB meant a restart, and
+  (a page dirties 7-10 B-tree pages with random keys), so 64 MiB meant a restart, and
   its stall, every ~6 s.
 """
 
