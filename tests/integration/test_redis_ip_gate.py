@@ -6,6 +6,7 @@ two or three gates in a test stand for members on different machines. Times are 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -46,7 +47,7 @@ def gates(
 
 
 def ip_keys(keys: ClusterKeys, ip: str) -> list[str]:
-    return [f"trawl:{{{keys.cluster}:ip:{ip}}}:{name}" for name in ("holds", "last")]
+    return [f"trawl:{{{keys.cluster}:ip:{ip}}}:{name}" for name in ("holds", "last", "unsent")]
 
 
 def test_one_slot_and_the_gap_hold_across_members(redis_server: RedisServer) -> None:
@@ -68,6 +69,55 @@ def test_one_slot_and_the_gap_hold_across_members(redis_server: RedisServer) -> 
             f"<RedisIpGate cluster={keys.cluster!r} member='node-b' max_in_flight=1"
             " min_gap_s=0.2 hold_ttl_s=5.0 acquires=1 refusals=2 held=0>"
         )
+
+    run(redis_server, body)
+
+
+def test_an_unsent_request_holds_the_ip_and_the_gap_runs_from_its_send(
+    redis_server: RedisServer,
+) -> None:
+    """Member a's request is admitted but still on its way (the reply's trip back, a busy
+    loop, connection set-up) when the gap from its admission has passed: b waits until a
+    gap after a's send. Before the unsent mark, b went at the gap from a's admission, and
+    two requests reached one IP 0.235 s apart under a 0.25 s gap."""
+
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        a, b = gates(client, keys, "a", "b", max_in_flight=2, min_gap_s=0.1)
+        assert await a.try_acquire(IP) is None
+        await asyncio.sleep(0.15)
+        assert await b.try_acquire(IP) == 0.1, "a's request is not out yet"
+        note = a.note_sent(IP)
+        sent_at = time.monotonic()
+        await note
+        wait = await b.try_acquire(IP)
+        assert wait is not None
+        assert 0 < wait <= 0.1
+        await asyncio.sleep(sent_at + 0.1 - time.monotonic() + 0.01)
+        assert await b.try_acquire(IP) is None
+        # b's unsent request held back a's next one; given back unsent, it no longer does.
+        await asyncio.sleep(0.11)
+        assert await a.try_acquire(IP) == 0.1
+        await b.release(IP)
+        assert await a.try_acquire(IP) is None
+        assert await client.get(ip_keys(keys, IP)[2]) is not None
+        await a.release(IP)
+        await a.release(IP)
+        assert await client.exists(ip_keys(keys, IP)[2]) == 0
+
+    run(redis_server, body)
+
+
+def test_a_note_picks_its_hold_when_called_not_when_run(redis_server: RedisServer) -> None:
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        (a,) = gates(client, keys, "a", max_in_flight=2, min_gap_s=0.05)
+        assert await a.try_acquire(IP) is None
+        late_note = a.note_sent(IP)  # the send, told after the release below
+        await a.release(IP)
+        await asyncio.sleep(0.06)
+        assert await a.try_acquire(IP) is None  # a second request, not sent yet
+        await late_note
+        assert await client.exists(ip_keys(keys, IP)[2]) == 1, "the new hold is still unsent"
+        await a.release(IP)
 
     run(redis_server, body)
 
@@ -97,8 +147,8 @@ def test_a_crashed_members_hold_expires(redis_server: RedisServer) -> None:
         assert await alive.try_acquire(IP) is None
         await alive.release(IP)
         await asyncio.sleep(0.1)
-        assert await client.exists(*ip_keys(keys, IP)[:1]) == 0  # an idle IP leaves no keys
-        assert await client.exists(*ip_keys(keys, IP)[1:]) == 0
+        for name in ip_keys(keys, IP):  # an idle IP leaves no keys
+            assert await client.exists(name) == 0, name
 
     run(redis_server, body)
 
@@ -128,6 +178,7 @@ def test_the_keys_of_one_ip_share_a_slot(redis_server: RedisServer) -> None:
             ttl_ms = [await client.pttl(name) for name in names]
             assert 0 < ttl_ms[0] <= 5000
             assert 0 < ttl_ms[1] <= 200
+            assert 0 < ttl_ms[2] <= 5000  # unsent: a crashed member's mark goes with its hold
 
     run(redis_server, body)
 

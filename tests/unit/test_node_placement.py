@@ -15,6 +15,8 @@ from trawl.cluster.redis_links import START
 from trawl.model import CrawlUrl, Line
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from trawl.loop.placement import Placement
 
 N = 8
@@ -41,6 +43,7 @@ class FakeIpSlots:
     answers: list[float | Exception | None]
     asked: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)  # in the order the notes were awaited
     release_fails: bool = False
 
     async def try_acquire(self, ip: str) -> float | None:
@@ -49,6 +52,16 @@ class FakeIpSlots:
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+    def note_sent(self, ip: str) -> Awaitable[None]:
+        held = len(self.asked)  # settled now, as RedisIpGate picks its hold when called
+
+        async def note() -> None:
+            self.sent.append(f"{ip}#{held}")
+            if self.release_fails:
+                raise CoordinatorUnavailable("redis down")
+
+        return note()
 
     async def release(self, ip: str) -> None:
         self.released.append(ip)
@@ -145,6 +158,24 @@ def test_giving_a_slot_back_never_raises() -> None:
     n.slots.release_fails = True
     asyncio.run(n.placement.give_ip_slot("10.0.0.1"))
     assert n.slots.released == ["10.0.0.1"]
+
+
+def test_a_send_is_told_to_the_coordinator_without_waiting_and_never_raises() -> None:
+    n = node([None, None])
+
+    async def body() -> None:
+        assert await n.placement.take_ip_slot("10.0.0.1")
+        n.placement.note_ip_sent("10.0.0.1")  # a plain call, from inside the fetch
+        assert await n.placement.take_ip_slot("10.0.0.1")
+        assert n.slots.sent == [], "nothing awaited yet"
+        await asyncio.sleep(0)
+        assert n.slots.sent == ["10.0.0.1#1"], "the slot held when the request went out"
+        n.slots.release_fails = True
+        n.placement.note_ip_sent("10.0.0.1")
+        await asyncio.sleep(0)
+        assert n.slots.sent == ["10.0.0.1#1", "10.0.0.1#2"]
+
+    asyncio.run(body())
 
 
 def test_discovered_urls_go_to_the_router_and_publish_to_the_publisher() -> None:

@@ -5,7 +5,9 @@
 - The IP slot: the per-IP cap across machines (sites sharing a server may sit in partitions
   owned by different machines), held in the coordinator; polled, since the slot frees on
   another machine. The coordinator being unreachable means "no request now": the turn ends
-  in a retry, the URL unsent.
+  in a retry, the URL unsent. The send is told to the coordinator as it happens
+  (`note_ip_sent`, in a task of its own: the fetch does not wait for it), since the gap
+  to the next start on the IP runs from there.
 - `router`: every discovered URL goes to its partition's link stream (`LinkBuffers`), this
   node's own partitions included; `publish` sends them with the commit (`CommitPublisher`).
 - `restarted_at(site)`: never None, since another machine may have fetched any site just
@@ -44,6 +46,10 @@ class IpSlotStore(Protocol):
     async def try_acquire(self, ip: str) -> float | None:
         """None: the slot is ours; else seconds to wait before asking again."""
 
+    def note_sent(self, ip: str) -> Awaitable[None]:
+        """The request holding the newest slot on `ip` has been sent: which slot that is
+        is settled when called, before the awaitable runs."""
+
     async def release(self, ip: str) -> None: ...
 
 
@@ -72,6 +78,7 @@ class NodePlacement:
         self._publisher = publisher
         self._ip_slots = ip_slots
         self._sleep = sleep
+        self._sends: set[asyncio.Task[None]] = set()  # note_ip_sent tasks under way
 
     def __repr__(self) -> str:
         return f"<NodePlacement {self._owner} {self._table!r}>"
@@ -100,6 +107,18 @@ class NodePlacement:
             log.warning("per-IP slot on %s: %s", ip, exc)
             return False
         return True
+
+    def note_ip_sent(self, ip: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._note_sent(self._ip_slots.note_sent(ip)))
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+
+    @staticmethod
+    async def _note_sent(note: Awaitable[None]) -> None:
+        # Unreachable: the slot's unsent mark holds the IP until the slot is given back or
+        # expires, which is never too early.
+        with contextlib.suppress(CoordinatorUnavailable):
+            await note
 
     async def give_ip_slot(self, ip: str) -> None:
         with contextlib.suppress(CoordinatorUnavailable):  # a lost slot expires on its own

@@ -6,20 +6,30 @@ Each member's own `IpGate` would let N members send N times the cap to that serv
 gate makes the cap hold for the whole cluster.
 
 How this works:
-- Per IP two keys share the hash tag `{<cluster>:ip:<ip>}`, so one script touches one slot
-  of a Redis Cluster: `…:holds`, a sorted set of hold id → expiry (server ms), and `…:last`,
-  the server time in ms of the last admitted start.
+- Per IP three keys share the hash tag `{<cluster>:ip:<ip>}`, so one script touches one
+  slot of a Redis Cluster: `…:holds`, a sorted set of hold id → expiry (server ms), `…:last`,
+  the server time in ms of the last start, and `…:unsent`, the id of the hold admitted and
+  not sent yet, if any.
 - `try_acquire` is one script on the server's clock: drop expired holds; if fewer than
-  `max_in_flight` remain and the last start is at least `min_gap_s` old, add a hold that
-  expires `hold_ttl_s` from now and record the start. Otherwise it answers how many seconds
-  to wait: the rest of the gap, or `min_gap_s` when every slot is busy (a polling hint: a
-  slot frees on `release`, which no one can foresee). The reply is a duration, not a time,
-  since this machine's clock is not the server's.
+  `max_in_flight` remain, no admitted request is still unsent and the last start is at
+  least `min_gap_s` old, add a hold that expires `hold_ttl_s` from now, record the start
+  and mark the hold unsent. Otherwise it answers how many seconds to wait: the rest of the
+  gap, or `min_gap_s` when every slot is busy or a request is unsent (a polling hint: a slot
+  frees on `release`, an unsent request goes out at some moment from now on; no one can
+  foresee either). The reply is a duration, not a time, since this machine's clock is not
+  the server's.
+- `note_sent(ip)`, when the request's head has gone out, records the server's now as the
+  last start and clears the unsent mark: the gap runs from the send, as the server sees
+  it, not from the admission, which the reply's trip back, the event loop and connection
+  set-up delay by tens of milliseconds (with the admission as the start, two members' requests
+  reached one IP 0.235 s apart under a 0.25 s gap). The script runs after the send, so
+  its now is never earlier than the start the server saw.
 - Holds expire, so a member that crashes mid-request blocks the IP for at most
   `hold_ttl_s`; make it longer than the longest request (the fetch timeout). The holds key
   expires with its last hold and `…:last` once the gap has passed, so idle IPs vanish.
 - `release(ip)` deletes one of this gate's holds on `ip` (the oldest: requests mostly end in
-  the order they started). A hold that already expired is simply gone.
+  the order they started), and its unsent mark if the request never went out. A hold that
+  already expired is simply gone.
 """
 
 from __future__ import annotations
@@ -34,9 +44,11 @@ from trawl.cluster.redis_coord import LUA_NOW_MS, LuaScript, unavailable_as_traw
 from trawl.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from trawl.cluster.redis_coord import ClusterKeys, RedisClient
 
-# KEYS: holds, last start. ARGV: hold id, max in flight, min gap ms, hold ttl ms.
+# KEYS: holds, last start, unsent. ARGV: hold id, max in flight, min gap ms, hold ttl ms.
 # Reply: -1 when the hold was added, else the milliseconds to wait before asking again.
 _TRY_ACQUIRE = LuaScript(
     LUA_NOW_MS
@@ -44,6 +56,7 @@ _TRY_ACQUIRE = LuaScript(
 local gap_ms = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now_ms))
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return gap_ms end
+if redis.call('EXISTS', KEYS[3]) == 1 then return gap_ms end
 local last = redis.call('GET', KEYS[2])
 if last then
   local wait_ms = tonumber(last) + gap_ms - now_ms
@@ -54,8 +67,34 @@ local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], string.format('%d', tonumber(newest[2])))
 if gap_ms > 0 then
   redis.call('SET', KEYS[2], string.format('%d', now_ms), 'PX', gap_ms)
+  redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[4])
 end
 return -1
+"""
+)
+
+# KEYS: holds, last start, unsent. ARGV: hold id, min gap ms. The request went out now.
+_NOTE_SENT = LuaScript(
+    LUA_NOW_MS
+    + """
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+local gap_ms = tonumber(ARGV[2])
+if gap_ms > 0 then
+  local last = redis.call('GET', KEYS[2])
+  if not last or tonumber(last) < now_ms then
+    redis.call('SET', KEYS[2], string.format('%d', now_ms), 'PX', gap_ms)
+  end
+end
+return 1
+"""
+)
+
+# KEYS: holds, last start, unsent. ARGV: hold id.
+_RELEASE = LuaScript(
+    """
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+return 1
 """
 )
 
@@ -120,7 +159,7 @@ class RedisIpGate:
 
     def _ip_keys(self, ip: str) -> list[str]:
         tag = f"trawl:{{{self._keys.cluster}:ip:{ip}}}"
-        return [f"{tag}:holds", f"{tag}:last"]
+        return [f"{tag}:holds", f"{tag}:last", f"{tag}:unsent"]
 
     async def try_acquire(self, ip: str) -> float | None:
         """Take a slot on `ip` (None), or return the seconds to wait before asking again.
@@ -144,6 +183,21 @@ class RedisIpGate:
         self._acquires += 1
         return None
 
+    def note_sent(self, ip: str) -> Awaitable[None]:
+        """The newest hold on `ip` has been sent (while a hold is unsent no other is
+        admitted, so the newest is the one). The hold is picked now, not when the returned
+        awaitable runs: by then it may have been released and a newer one taken. Awaiting
+        raises CoordinatorUnavailable."""
+        held = self._holds.get(ip)
+        return self._note_sent(ip, held[-1] if held else None)
+
+    async def _note_sent(self, ip: str, hold_id: str | None) -> None:
+        if hold_id is None:
+            return  # released already: its unsent mark went with it
+        args = [hold_id, str(round(self.min_gap_s * 1000))]
+        with unavailable_as_trawl_error(f"note a request sent to IP {ip}"):
+            await _NOTE_SENT.run(self._client, self._ip_keys(ip), args)
+
     async def release(self, ip: str) -> None:
         """Give back a slot taken by `try_acquire`; raises RuntimeError if none was taken.
 
@@ -157,7 +211,7 @@ class RedisIpGate:
         if not held:
             del self._holds[ip]
         with unavailable_as_trawl_error(f"release a slot on IP {ip}"):
-            await self._client.zrem(self._ip_keys(ip)[0], hold_id)
+            await _RELEASE.run(self._client, self._ip_keys(ip), [hold_id])
 
     def stats(self) -> RedisIpGateStats:
         return RedisIpGateStats(

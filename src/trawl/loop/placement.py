@@ -4,12 +4,13 @@ mode, passed in when the loop is built (never patched in afterwards).
 The embedded default (`EmbeddedPlacement`) is one machine that owns every site; cluster
 mode's (`trawl.cluster.placement.NodePlacement`) owns the sites of the partitions it holds a
 lease on, shares the per-IP cap through the coordinator and sends every URL it discovers to
-its partition's owner. The loop asks the same five questions of both:
+its partition's owner. The loop asks the same questions of both:
 
 - `may_fetch(site)`: is the site ours to fetch right now (checked when a turn starts and
   again after the IP slot was won, since a hand-over may begin during that wait);
-- `take_ip_slot(ip)` / `give_ip_slot(ip)`: the cross-machine part of the per-IP cap, taken
-  after the machine's own `IpGate`;
+- `take_ip_slot(ip)` / `note_ip_sent(ip)` / `give_ip_slot(ip)`: the cross-machine part of
+  the per-IP cap, taken after the machine's own `IpGate`; like it, the next start on the IP
+  counts its gap from the send;
 - `router`: None when discovered URLs are claimed and queued here; otherwise where they go;
 - `publish()`: the async second half of every commit (cluster: links, then WARC chunks,
   then records);
@@ -43,6 +44,10 @@ class Placement(Protocol):
         """Wait for the cross-machine slot on `ip`; False: no request now (the coordinator
         can't be asked); the URL goes back in line, unsent."""
 
+    def note_ip_sent(self, ip: str) -> None:
+        """The request holding the slot on `ip` has just been sent (never raises, never
+        waits: it is called from the fetch as the request head goes out)."""
+
     async def give_ip_slot(self, ip: str) -> None:
         """Give the slot back (never raises)."""
 
@@ -74,6 +79,9 @@ class EmbeddedPlacement:
 
     async def take_ip_slot(self, ip: str) -> bool:
         return True
+
+    def note_ip_sent(self, ip: str) -> None:
+        return None
 
     async def give_ip_slot(self, ip: str) -> None:
         return None

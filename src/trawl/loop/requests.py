@@ -325,13 +325,21 @@ class SiteRequests:
         excluded = in_scope_only and ctx.scope.current.is_excluded(url)
         if excluded or not await self._placement_admits(state.site, ip):
             end = ctx.clock.now()
-            ctx.ip_gate.release(ip, end)
+            ctx.ip_gate.release(ip, end, sent=False)
             # Not the site's doing, so no backoff; but no tight loop of turns either.
             state.clock.hold_until(end + NOT_SENT_WAIT_S)
             raise NotSent(url)
         start = ctx.clock.now()
         state.clock.start(start)
         result: FetchResult | None = None
+        sent = False
+
+        def on_sent() -> None:
+            nonlocal sent
+            sent = True
+            ctx.ip_gate.note_sent(ip, ctx.clock.now())
+            ctx.placement.note_ip_sent(ip)
+
         try:
             result = await ctx.fetcher.fetch(
                 url,
@@ -339,12 +347,12 @@ class SiteRequests:
                 read_any_type=read_any_type,
                 max_body_bytes=max_body_bytes,
                 ip=ip,
-                on_sent=lambda: ctx.ip_gate.note_sent(ip, ctx.clock.now()),
+                on_sent=on_sent,
             )
             return result
         finally:
             end = ctx.clock.now()
-            ctx.ip_gate.release(ip, end)
+            ctx.ip_gate.release(ip, end, sent=sent)
             await ctx.placement.give_ip_slot(ip)
             ctx.stats.fetch_seconds.observe(end - start)
             status = result.status if result is not None else 0

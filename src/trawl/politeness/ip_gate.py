@@ -3,8 +3,14 @@
 How this works: after DNS and before sending, the shell calls `try_acquire(ip, now)`;
 None means the slot is taken and the request may start, a float is the earliest time
 worth asking again. `note_sent(ip, now)` when the request's head has gone out (the start
-a server sees), `release(ip, now)` when the exchange ends. Per IP address at most
+a server sees), `release(ip, now, sent=…)` when the exchange ends. Per IP address at most
 `max_in_flight` requests run at once and starts are at least `min_gap_s` apart.
+
+Starts are what the server sees, so they are counted from the send, and an admitted request
+not yet sent holds the next admission back: it will go out at some moment from now on, so
+the next start can be no earlier than a gap from now. Without that hold a request delayed
+between admission and send (connection set-up, a loaded loop, the cluster's wait for its
+coordinator's slot) could reach the server less than a gap before the next one.
 
 Restarts: a crawl resumed from a data directory cannot know when the previous process last
 sent to an IP (it may have been killed a moment ago), so `restarted_at` counts as a start on
@@ -27,6 +33,7 @@ from trawl.errors import ConfigError
 class _IpState:
     in_flight: int = 0
     last_start_at: float = -math.inf
+    unsent: bool = False  # a request is admitted and its head has not gone out yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +72,13 @@ class IpGate:
         if state is None:
             state = self._ips[ip] = _IpState(last_start_at=self._restarted_at)
         earliest = state.last_start_at + self.min_gap_s
-        if state.in_flight >= self.max_in_flight:
+        if state.in_flight >= self.max_in_flight or state.unsent:
             return max(earliest, now + self.min_gap_s)
         if now < earliest:
             return earliest
         state.in_flight += 1
         state.last_start_at = now
+        state.unsent = self.min_gap_s > 0
         return None
 
     def note_sent(self, ip: str, now: float) -> None:
@@ -81,13 +89,17 @@ class IpGate:
         state = self._ips.get(ip)
         if state is not None and state.in_flight:
             state.last_start_at = max(state.last_start_at, now)
+            state.unsent = False
 
-    def release(self, ip: str, now: float) -> None:
-        """Give back a slot taken by `try_acquire`; raises RuntimeError if none was taken."""
+    def release(self, ip: str, now: float, *, sent: bool) -> None:
+        """Give back a slot taken by `try_acquire`; `sent`: whether `note_sent` was called
+        for it. Raises RuntimeError if no slot was taken."""
         state = self._ips.get(ip)
         if state is None or state.in_flight == 0:
             raise RuntimeError(f"IpGate.release({ip!r}) without a matching acquire")
         state.in_flight -= 1
+        if not sent:
+            state.unsent = False  # only one request per IP can be unsent: this one
         if self._is_forgettable(state, now):
             del self._ips[ip]
 
