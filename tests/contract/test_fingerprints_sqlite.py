@@ -63,6 +63,19 @@ def test_a_page_is_not_its_own_near_copy_and_can_leave_the_index(
     assert index.near_copy_of(12345, max_distance=3, exclude_url_hash="b" * 32) is None
 
 
+def test_past_its_own_row_a_refetched_page_finds_the_closest_other(
+    index: SqliteFingerprints,
+) -> None:
+    index.put_simhash("a" * 32, "http://a.test/", "a.test", 12345)  # its own, 0 bits off
+    index.put_simhash("c" * 32, "http://c.test/", "c.test", _flip(12345, [1, 2, 3]))
+    index.put_simhash("d" * 32, "http://d.test/", "d.test", _flip(12345, [40]))
+    index.put_simhash("e" * 32, "http://e.test/", "e.test", _flip(12345, [50]))
+    match = index.near_copy_of(12345, max_distance=3, exclude_url_hash="a" * 32)
+    assert match is not None
+    assert (match.url, match.distance) == ("http://d.test/", 1), "the first of the closest"
+    assert index.near_copy_of(12345, max_distance=0, exclude_url_hash="a" * 32) is None
+
+
 @given(st.integers(0, (1 << 64) - 1))
 def test_blocks_cover_all_64_bits(value: int) -> None:
     b = simhash_blocks(value)

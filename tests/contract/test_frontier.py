@@ -387,20 +387,39 @@ def test_rescore_moves_a_waiting_discovery_url(f: SqliteFrontier) -> None:
     f.enqueue(_url("a.test", "a", score=0.5))
     f.enqueue(_url("a.test", "b", score=0.1))
     target = _url("a.test", "b")
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
 
-    def promote(parts: str) -> tuple[float, str, Line]:
-        seen.append(parts)
+    def promote(url_hash: str, parts: str) -> tuple[float, str, Line]:
+        seen.append((url_hash, parts))
         return 0.9, json.dumps({"inlinks": 3}), Line.FAST
 
-    assert f.rescore(target.url_hash, promote)
-    assert seen == [""]  # the stored parts were handed in
+    assert f.rescore([target.url_hash], promote) == 1
+    assert seen == [(target.url_hash, "")]  # the stored parts were handed in
     stats = f.stats()
     assert (stats.queued_fast, stats.queued_slow) == (1, 1)
     head = f.head("a.test")
     assert head is not None
     assert (_name(head.item), head.item.score, head.item.line) == ("b", 0.9, Line.FAST)
     assert head.item.score_parts == '{"inlinks": 3}'
+
+
+def test_rescore_takes_a_pages_batch_at_once(f: SqliteFrontier) -> None:
+    names = [f"p{n}" for n in range(1_200)]  # past one statement's chunk of URLs
+    for name in names:
+        f.enqueue(_url("a.test", name, score=0.1))
+    hashes = [_url("a.test", name).url_hash for name in names]
+    asked: list[str] = []
+
+    def promote(url_hash: str, parts: str) -> tuple[float, str, Line] | None:
+        asked.append(url_hash)
+        return None if url_hash == hashes[7] else (0.5, parts, Line.FAST)
+
+    twice = [*hashes, hashes[3], _url("a.test", "unknown").url_hash]
+    assert f.rescore(twice, promote) == len(names) - 1
+    assert sorted(asked) == sorted(hashes), "each waiting URL once, unknown ones never"
+    stats = f.stats()
+    assert (stats.queued_fast, stats.queued_slow) == (len(names) - 1, 1)
+    assert f.rescore([], promote) == 0
 
 
 def test_rescore_leaves_urls_that_do_not_wait(f: SqliteFrontier) -> None:
@@ -410,11 +429,11 @@ def test_rescore_leaves_urls_that_do_not_wait(f: SqliteFrontier) -> None:
     head = f.head("a.test")
     assert head is not None
     f.lease(head, now=0.0)
-    never = lambda parts: (1.0, parts, Line.FAST)  # noqa: E731
-    assert not f.rescore(_url("a.test", "leased").url_hash, never)
-    assert not f.rescore(_url("a.test", "due").url_hash, never)
-    assert not f.rescore(_url("a.test", "unknown").url_hash, never)
-    assert not f.rescore(_url("a.test", "kept").url_hash, lambda parts: None)
+    never = lambda url_hash, parts: (1.0, parts, Line.FAST)  # noqa: E731
+    for name in ("leased", "due", "unknown"):
+        assert f.rescore([_url("a.test", name).url_hash], never) == 0, name
+    kept = _url("a.test", "kept").url_hash
+    assert f.rescore([kept], lambda url_hash, parts: None) == 0
     assert f.stats().queued_fast == 0
 
 

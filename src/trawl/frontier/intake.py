@@ -123,6 +123,7 @@ class Intake:
         counts = scores.count_page_links(source.site, links)
         scope = self._scope.current
         standing = Standing.unpack(source.standing)
+        rescore: list[str] = []
         for link, (pages, sites) in zip(links, counts, strict=True):
             decision = scope.decide(link.url, standing, link.site)
             if decision.standing is None:
@@ -134,10 +135,8 @@ class Intake:
             if router is None and link.site != source.site:
                 self._sites.note_referrer(link.site, source.site)
             if router is None and not self._seen.add_if_new(link.url_hash):
-                if scores.worth_rescoring(link, source.site, pages, sites) and self.rescore(
-                    link.url_hash
-                ):
-                    self._tally.rescored += 1
+                if scores.worth_rescoring(link, source.site, pages, sites):
+                    rescore.append(link.url_hash)
                 continue
             referrers = self._sites.referrers(link.site)
             score, parts, line = scores.score_new(link, pages, sites, source.score, referrers)
@@ -150,6 +149,8 @@ class Intake:
                 router.route(item, must_crawl=False, referrer=referrer)
             elif self._queue_new(item, must_crawl=False):
                 self._tally.links_new += 1
+        if rescore:
+            self._tally.rescored += self.rescore(rescore)
 
     def add_sitemap_entry(self, url: str, url_hash: str, site: str) -> bool:
         """Queue a URL a sitemap of its own site listed (depth 1: one step from the home)
@@ -240,11 +241,10 @@ class Intake:
             self.note_excluded(item.url, item.url_hash, "")
         return len(dropped)
 
-    def rescore(self, url_hash: str) -> bool:
-        """Update a queued URL's score from today's in-link counts."""
-        return self._frontier.rescore(
-            url_hash, lambda parts: self._scores.rescored(url_hash, parts)
-        )
+    def rescore(self, url_hashes: Sequence[str]) -> int:
+        """Update the scores of those of `url_hashes` still waiting in the queue from
+        today's in-link counts; how many changed."""
+        return self._frontier.rescore(url_hashes, self._scores.rescored)
 
     # -- the door -----------------------------------------------------------------------
     def _item(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from trawl.frontier.site_schedule import ScheduleStats
     from trawl.model import CrawlUrl, Lease, Line
@@ -42,10 +42,13 @@ class Frontier(Protocol):
         """Queue `item`; its site's turn comes no earlier than `ready_at` if it is new."""
 
     def rescore(
-        self, url_hash: str, update: Callable[[str], tuple[float, str, Line] | None]
-    ) -> bool:
-        """Re-score a waiting discovery URL: `update(stored parts JSON)` gives its new
-        (score, parts JSON, line). False when it is not waiting (fetched, leased, refresh)."""
+        self,
+        url_hashes: Sequence[str],
+        update: Callable[[str, str], tuple[float, str, Line] | None],
+    ) -> int:
+        """Re-score the waiting discovery URLs among `url_hashes`: `update(url_hash, stored
+        parts JSON)` gives a URL's new (score, parts JSON, line), or None to leave it. URLs
+        not waiting (fetched, leased, refresh, unknown) are left alone. How many changed."""
 
     # -- handing out ----------------------------------------------------------------------
     def pop_ready_site(self, now: float) -> tuple[str, Line] | None:

@@ -16,6 +16,7 @@ with the page records, so "page stored" and "its links queued" are one atomic st
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from trawl.frontier.leases import LeaseBook
@@ -25,7 +26,7 @@ from trawl.model import CrawlUrl, Lease, Line, UrlKind
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
 
 _HEAD_COLUMNS = (
@@ -87,31 +88,45 @@ class SqliteFrontier:
         self._schedule.add_work(item.site, item.line, 1, ready_at=ready_at)
 
     def rescore(
-        self, url_hash: str, update: Callable[[str], tuple[float, str, Line] | None]
-    ) -> bool:
-        """Re-score a waiting discovery URL: `update(stored parts JSON)` gives its new
-        (score, parts JSON, line). False when it is not waiting (fetched, leased, refresh)."""
-        row = self._conn.execute(
-            "SELECT id, site, line, score_parts FROM queue WHERE url_hash = ?"
-            " AND leased_until = 0 AND line != ? LIMIT 1",
-            (url_hash, int(Line.REFRESH)),
-        ).fetchone()
-        if row is None:
-            return False
-        row_id, site, old_line, parts = row
-        new = update(parts)
-        if new is None:
-            return False
-        score, parts, line = new
-        self._begin()
-        self._conn.execute(
-            "UPDATE queue SET score = ?, score_parts = ?, line = ? WHERE id = ?",
-            (score, parts, int(line), row_id),
-        )
-        if old_line != line:
-            self._schedule.take_work(site, Line(old_line))
-            self._schedule.add_work(site, line)
-        return True
+        self,
+        url_hashes: Sequence[str],
+        update: Callable[[str, str], tuple[float, str, Line] | None],
+    ) -> int:
+        """Re-score the waiting discovery URLs among `url_hashes` (one page's links whose
+        in-link counts crossed a power of two): `update(url_hash, stored parts JSON)` gives
+        a URL's new (score, parts JSON, line), or None to leave it. How many changed.
+
+        One SELECT for the page's batch, not one per URL: most of them are already fetched,
+        and the statement, not the index lookup, was the cost."""
+        rows: list[tuple[int, str, str, int, str]] = []
+        for at in range(0, len(url_hashes), _RESCORE_CHUNK):
+            chunk = url_hashes[at : at + _RESCORE_CHUNK]
+            rows += self._conn.execute(
+                "SELECT id, url_hash, site, line, score_parts FROM queue"
+                f" WHERE url_hash IN ({_placeholders(len(chunk))})"
+                " AND leased_until = 0 AND line != ?",
+                (*chunk, int(Line.REFRESH)),
+            ).fetchall()
+        changes: list[tuple[float, str, int, int]] = []
+        done: set[str] = set()
+        for row_id, url_hash, site, old_line, parts in rows:
+            if url_hash in done:
+                continue  # one row per URL, as a LIMIT 1 lookup would take
+            done.add(url_hash)
+            new = update(url_hash, parts)
+            if new is None:
+                continue
+            score, parts, line = new
+            changes.append((score, parts, int(line), row_id))
+            if old_line != line:
+                self._schedule.take_work(site, Line(old_line))
+                self._schedule.add_work(site, line)
+        if changes:
+            self._begin()
+            self._conn.executemany(
+                "UPDATE queue SET score = ?, score_parts = ?, line = ? WHERE id = ?", changes
+            )
+        return len(changes)
 
     # -- handing out --------------------------------------------------------------------
     def pop_ready_site(self, now: float) -> tuple[str, Line] | None:
@@ -317,3 +332,11 @@ def _queued(site: str, row: tuple[Any, ...]) -> QueuedUrl:
         standing=row[12],
     )  # fmt: skip
     return QueuedUrl(row_id, item, attempts, wait)
+
+
+_RESCORE_CHUNK = 500  # URLs per SELECT: far below SQLite's bound on parameters
+
+
+@functools.cache
+def _placeholders(n: int) -> str:
+    return ", ".join("?" * n)

@@ -98,23 +98,22 @@ class SqliteFingerprints:
         """The closest indexed main copy within `max_distance` (≤ 3) bits, if any."""
         if not 0 <= max_distance <= 3:
             raise ValueError(f"max_distance must be 0..3 for a 4-block index, got {max_distance}")
-        own = self._conn.execute(
-            "SELECT rowid FROM simhashes WHERE url_hash = ?", (exclude_url_hash,)
-        ).fetchone()
-        own_rowid = own[0] if own is not None else 0
-        best_rowid, best_distance = 0, max_distance + 1
         value = _to_sql(simhash)
         params = [p for block in simhash_blocks(simhash) for p in (block, value, block, value)]
+        near: dict[int, int] = {}  # rowid → distance (a row may come from several blocks)
         for rowid, other in self._conn.execute(_NEAR_QUERY, params):
             distance = ((other & _MASK64) ^ simhash).bit_count()
-            if distance < best_distance and rowid != own_rowid:
-                best_rowid, best_distance = rowid, distance
-        if not best_rowid:
-            return None
-        url_hash, url, site = self._conn.execute(
-            "SELECT url_hash, url, site FROM simhashes WHERE rowid = ?", (best_rowid,)
-        ).fetchone()
-        return NearMatch(url_hash, url, site, best_distance)
+            if distance <= max_distance:
+                near[rowid] = distance
+        # The page's own row (a refetch) is told apart only among the matches, which are
+        # few: looking it up first cost a statement on every page.
+        for rowid in sorted(near, key=near.__getitem__):
+            url_hash, url, site = self._conn.execute(
+                "SELECT url_hash, url, site FROM simhashes WHERE rowid = ?", (rowid,)
+            ).fetchone()
+            if url_hash != exclude_url_hash:
+                return NearMatch(url_hash, url, site, near[rowid])
+        return None
 
     def put_simhash(self, url_hash: str, url: str, site: str, simhash: int) -> None:
         self._begin()
