@@ -26,6 +26,7 @@ from trawl.politeness.site_state import SiteState
 from trawl.wiring.embedded import build_context
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
     from pathlib import Path
 
     from trawl.loop.context import CrawlContext
@@ -62,6 +63,9 @@ class AllLeases:
 class NoCoordinator:
     async def try_acquire(self, ip: str) -> float | None:
         return None
+
+    def note_sent(self, ip: str) -> Awaitable[None]:
+        return asyncio.sleep(0)
 
     async def release(self, ip: str) -> None:
         return None

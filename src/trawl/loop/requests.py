@@ -323,7 +323,14 @@ class SiteRequests:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
         excluded = in_scope_only and ctx.scope.current.is_excluded(url)
-        if excluded or not await self._placement_admits(state.site, ip):
+        try:
+            admitted = not excluded and await self._placement_admits(state.site, ip)
+        except BaseException:
+            # Cancelled while waiting for the cluster's slot: an unsent slot kept would
+            # hold its IP for good.
+            ctx.ip_gate.release(ip, ctx.clock.now(), sent=False)
+            raise
+        if not admitted:
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end, sent=False)
             # Not the site's doing, so no backoff; but no tight loop of turns either.
