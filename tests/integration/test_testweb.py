@@ -294,3 +294,20 @@ def test_process_stops_cleanly(tmp_path: Path) -> None:
     assert running.stop() == 0
     assert [r.path for r in running.requests()] == ["/robots.txt"]
     assert running.stop() is None  # already stopped
+
+
+def test_a_logged_end_is_never_after_the_client_had_the_whole_response(
+    proc: TestWebProcess,
+) -> None:
+    """`t_end` is stamped before the response's last bytes go out, so a client that waits
+    from when it read the response (Retry-After, the site gap) never looks early to the
+    checker; a stamp after the write once ran 7 ms late on a loaded machine."""
+    site = proc.web.sites[0]
+    for n in range(20):
+        began = time.time()
+        status, _, body = fetch(proc, site.hosts[0], "/")
+        received = time.time()
+        assert status == 200
+        assert body
+        record = logged(proc, site.hosts[0], "/", began)
+        assert record.t_start <= record.t_end <= received, n

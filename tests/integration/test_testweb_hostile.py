@@ -188,6 +188,22 @@ def test_throttle_429_then_200_and_busy_503_with_a_date(proc: TestWebProcess) ->
     assert busy.t_end + busy.retry_after_s == pytest.approx(at, abs=1e-6)
 
 
+def test_a_logged_end_is_never_after_the_client_had_the_whole_answer(
+    proc: TestWebProcess,
+) -> None:
+    # The Retry-After deadline runs from `t_end`: stamped before the last write, a client
+    # that waits from when it read the answer never looks early (request_log.py).
+    host = domain(HostileKind.THROTTLE)
+    for n in (3, 4, 5):  # not /p/2.html, whose first answer another test reads
+        began = time.time()
+        head, _ = split(raw_get(proc, HostileKind.THROTTLE, f"/p/{n}.html", limit=10_000,
+                                seconds=2.0))  # fmt: skip
+        received = time.time()
+        assert head.startswith(b"HTTP/1.1 "), head
+        record = logged(proc, host, f"/p/{n}.html", began)
+        assert record.t_start <= record.t_end <= received, n
+
+
 def test_flaky_and_robots_5xx(proc: TestWebProcess) -> None:
     head, _ = split(raw_get(proc, HostileKind.FLAKY, "/", limit=10_000, seconds=2.0))
     assert head.startswith(b"HTTP/1.1 503")

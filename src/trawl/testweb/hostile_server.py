@@ -128,7 +128,11 @@ class HostileServer:
         except _ClientGone:
             pass
         finally:
-            self._log(request, host, local_ip, answer, t_start, counter.sent, aborted=not finished)
+            t_end = counter.last_write_at if finished and counter.last_write_at else None
+            self._log(
+                request, host, local_ip, answer, t_start, counter.sent, aborted=not finished,
+                t_end=t_end,
+            )  # fmt: skip
         return finished and answer.ending is Ending.KEEP_ALIVE and request.keep_alive
 
     async def _send(
@@ -173,9 +177,13 @@ class HostileServer:
         sent: int,
         *,
         aborted: bool,
+        t_end: float | None = None,
     ) -> None:
+        """`t_end`: just before the last write of a finished answer (request_log.py says
+        why); now for one cut short."""
         site = self._sites.get(host)
-        t_end = time.time()
+        if t_end is None:
+            t_end = time.time()
         retry_after_s = answer.retry_after_s
         if answer.retry_at is not None:
             retry_after_s = max(0.0, answer.retry_at - t_end)
@@ -229,9 +237,11 @@ class _Counter:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
         self.sent = 0
+        self.last_write_at: float | None = None  # time.time() just before the last write
 
     async def send(self, data: bytes, *, count: bool = True) -> None:
         try:
+            self.last_write_at = time.time()
             self.writer.write(data)
             await self.writer.drain()
         except (ConnectionError, OSError) as exc:

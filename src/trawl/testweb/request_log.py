@@ -1,7 +1,10 @@
 """The test web's request log: one JSON object per line, one line per answered request.
 
 Fields: `t_start`/`t_end` (epoch seconds from time.time() when the request's headers were
-parsed and when the response was written), `host` (Host header without port), `site`
+parsed, and just before the response's last bytes were written: no client can have the
+whole response earlier, while a stamp taken after the write ran late by however long the
+server's process was descheduled, 7 ms once on a loaded CI machine, and made a client that
+waited exactly the Retry-After look early), `host` (Host header without port), `site`
 (registered domain as the test web defines it, or the host when unknown), `ip` (local
 address the connection arrived on), `method`, `path` (path and query as received),
 `status`, `ua` (User-Agent) and `bytes` (body bytes sent).

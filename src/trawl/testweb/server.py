@@ -141,19 +141,27 @@ class TestWebServer:
             headers = tuple((k, v) for k, v in headers if k in _NOT_MODIFIED_HEADERS)
         response = web.Response(status=status, body=body or None, headers=CIMultiDict(headers))
         await response.prepare(request)
+        t_end = time.time()  # before the body goes out (request_log.py says why)
         await response.write_eof()
-        self._record(request, t_start, host, status, 0 if request.method == "HEAD" else len(body))
+        sent = 0 if request.method == "HEAD" else len(body)
+        self._record(request, t_start, host, status, sent, t_end)
         return response
 
     def _record(
-        self, request: web.BaseRequest, t_start: float, host: str, status: int, sent: int
+        self,
+        request: web.BaseRequest,
+        t_start: float,
+        host: str,
+        status: int,
+        sent: int,
+        t_end: float,
     ) -> None:
         transport = request.transport
         sockname = transport.get_extra_info("sockname") if transport is not None else None
         site = self._web.site_of(host)
         record = RequestLogRecord(
             t_start=t_start,
-            t_end=time.time(),
+            t_end=t_end,
             host=host,
             site=site.domain if site is not None else host,
             ip=str(sockname[0]) if sockname else "",
