@@ -34,7 +34,8 @@ from trawl.testweb.hostile import (
 from trawl.testweb.request_log import RequestLogRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import SupportsIndex
 
     from trawl.testweb.hostile import HostileSite
 
@@ -72,9 +73,14 @@ class HostileServer:
         )
 
     async def start(self, listeners: Sequence[socket.socket]) -> None:
+        loop = asyncio.get_running_loop()
+
+        def connection() -> asyncio.StreamReaderProtocol:  # asyncio.start_server's, stamped
+            reader = _StampingReader(limit=_HEAD_LIMIT, loop=loop)
+            return asyncio.StreamReaderProtocol(reader, self._serve, loop=loop)
+
         for sock in listeners:
-            server = await asyncio.start_server(self._serve, sock=sock, limit=_HEAD_LIMIT)
-            self._servers.append(server)
+            self._servers.append(await loop.create_server(connection, sock=sock))
 
     async def close(self) -> None:
         """Stop listening and end every open answer (each is logged as aborted)."""
@@ -109,7 +115,8 @@ class HostileServer:
             raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _IDLE_S)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, OSError):
             return False
-        t_start = time.time()
+        received_at = reader.received_at if isinstance(reader, _StampingReader) else None
+        t_start = received_at or time.time()
         request = _Request.parse(raw)
         if request is None:
             writer.write(fixed(400, b"bad request\n", "text/plain").head)
@@ -229,6 +236,18 @@ class _Request:
             if colon:
                 headers[name.strip().lower()] = value.strip()
         return cls(parts[0], parts[1], parts[2], headers)
+
+
+class _StampingReader(asyncio.StreamReader):
+    """Notes when bytes were last read: a request's `t_start` (see server.py's
+    `_StampingHandler`: the code waiting on `readuntil` resumes a loop iteration or more
+    later, and under load that stamped one request late against the next)."""
+
+    received_at: float | None = None
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        self.received_at = time.time()
+        super().feed_data(data)
 
 
 class _Counter:
