@@ -16,13 +16,13 @@ with the page records, so "page stored" and "its links queued" are one atomic st
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 from trawl.frontier.leases import LeaseBook
 from trawl.frontier.ports import QueuedUrl
 from trawl.frontier.site_schedule import ScheduleStats, SiteSchedule
 from trawl.model import CrawlUrl, Lease, Line, UrlKind
+from trawl.store.sqlite_db import in_chunks
 
 if TYPE_CHECKING:
     import sqlite3
@@ -99,12 +99,10 @@ class SqliteFrontier:
         One SELECT for the page's batch, not one per URL: most of them are already fetched,
         and the statement, not the index lookup, was the cost."""
         rows: list[tuple[int, str, str, int, str]] = []
-        for at in range(0, len(url_hashes), _RESCORE_CHUNK):
-            chunk = url_hashes[at : at + _RESCORE_CHUNK]
+        for chunk, marks in in_chunks(url_hashes):
             rows += self._conn.execute(
                 "SELECT id, url_hash, site, line, score_parts FROM queue"
-                f" WHERE url_hash IN ({_placeholders(len(chunk))})"
-                " AND leased_until = 0 AND line != ?",
+                f" WHERE url_hash IN ({marks}) AND leased_until = 0 AND line != ?",
                 (*chunk, int(Line.REFRESH)),
             ).fetchall()
         changes: list[tuple[float, str, int, int]] = []
@@ -332,11 +330,3 @@ def _queued(site: str, row: tuple[Any, ...]) -> QueuedUrl:
         standing=row[12],
     )  # fmt: skip
     return QueuedUrl(row_id, item, attempts, wait)
-
-
-_RESCORE_CHUNK = 500  # URLs per SELECT: far below SQLite's bound on parameters
-
-
-@functools.cache
-def _placeholders(n: int) -> str:
-    return ", ".join("?" * n)

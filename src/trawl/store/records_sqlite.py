@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trawl.errors import DataError
 from trawl.model import PageFetchedEvent, PageRecord, UrlKind
+from trawl.store.sqlite_db import in_chunks
 
 if TYPE_CHECKING:
     import sqlite3
@@ -180,9 +181,7 @@ class SqliteRecords:
     def last_fetched(self, url_hashes: list[str]) -> dict[str, float]:
         """lastFetchedAt of those of `url_hashes` that have a page record."""
         out: dict[str, float] = {}
-        for i in range(0, len(url_hashes), 500):
-            chunk = url_hashes[i : i + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(url_hashes):
             for url_hash, at in self._conn.execute(
                 f"SELECT url_hash, last_fetched_at FROM pages WHERE url_hash IN ({marks})", chunk
             ):

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from trawl.errors import DataError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from pathlib import Path
 
 SCHEMA_VERSION = 1
 CACHE_KIB = 65_536
+IN_CHUNK = 500  # values per `IN (...)` list: far below SQLite's bound on parameters
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -125,6 +127,13 @@ CREATE INDEX IF NOT EXISTS queue_url ON queue(url_hash);
 CREATE INDEX IF NOT EXISTS pages_due ON pages(due_at) WHERE due_at IS NOT NULL;
 DROP INDEX IF EXISTS queue_site;
 """
+
+
+def in_chunks(values: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
+    """`values` in slices of `IN_CHUNK`, each with its "?,?,…" placeholders for `IN (…)`."""
+    for at in range(0, len(values), IN_CHUNK):
+        chunk = values[at : at + IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def open_database(path: Path, *, readonly: bool = False) -> sqlite3.Connection:

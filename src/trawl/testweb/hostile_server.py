@@ -135,10 +135,9 @@ class HostileServer:
         except _ClientGone:
             pass
         finally:
-            t_end = counter.last_write_at if finished and counter.last_write_at else None
             self._log(
                 request, host, local_ip, answer, t_start, counter.sent, aborted=not finished,
-                t_end=t_end,
+                t_end=counter.last_write_at if finished else None,
             )  # fmt: skip
         return finished and answer.ending is Ending.KEEP_ALIVE and request.keep_alive
 
