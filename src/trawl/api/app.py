@@ -10,9 +10,7 @@ latest snapshot, live state on the crawl loop). Field names are the design's
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import secrets
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
@@ -25,10 +23,11 @@ from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
 from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of, share_or_503
 from trawl.errors import DataError, InvalidUrl
+from trawl.loop.operator_changes import add_operator_seeds
 from trawl.politeness.site_limits import checked_limits
 from trawl.politeness.site_state import SiteState
 from trawl.urls.normalise import normalise_url, url_hash
-from trawl.urls.registered_domain import origin_of, site_of_normalised
+from trawl.urls.registered_domain import site_of_normalised
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from trawl.api.crawl_view import CrawlView
     from trawl.frontier.scope import SeedScope
     from trawl.loop.context import CrawlContext
+    from trawl.loop.operator_changes import AddedSeeds
     from trawl.model import PageRecord
     from trawl.politeness.site_limits import SiteLimits
 
@@ -262,10 +262,8 @@ def _add_feed_routes(app: FastAPI, view: CrawlView) -> None:
 def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
     ctx = view.ctx
 
-    def add_and_commit(request: SeedRequest, scope: SeedScope | None) -> AddedSeeds:
-        added = add_api_seeds(ctx, request.urls, request.priority, scope)  # on the crawl loop
-        ctx.durability.commit_records()
-        return added
+    def add_durably(request: SeedRequest, scope: SeedScope | None) -> AddedSeeds:
+        return add_operator_seeds(ctx, request.urls, request.priority, scope)  # on the crawl loop
 
     @app.post(
         "/v1/seeds",
@@ -275,7 +273,7 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
     async def post_seeds(request: SeedRequest) -> SeedResponse:
         # Checked here, off the crawl loop: a bad scope is a 422 before the crawl is asked.
         scope = None if request.scope is None else seed_scope_of(view, request.scope)
-        added = await view.on_crawl(lambda: add_and_commit(request, scope))
+        added = await view.on_crawl(lambda: add_durably(request, scope))
         if added.seeds and view.shares_scope:  # every node must know the seeds' scopes
             scopes = [seed.to_json() for seed in added.seeds]
             await share_or_503(view, {"op": "seeds", "scopes": scopes})
@@ -284,55 +282,3 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
             known=added.known,
             rejected=[Rejected(url=u, reason=r) for u, r in added.rejected],
         )
-
-
-@dataclass(frozen=True, slots=True)
-class AddedSeeds:
-    queued: int  # new URLs
-    known: int  # already crawled (a refetch now would repeat what is stored) or queued
-    rejected: list[tuple[str, str]]  # (raw URL, reason)
-    seeds: list[SeedScope]  # the accepted seeds' scopes, in force now
-
-
-def add_api_seeds(
-    ctx: CrawlContext, urls: list[str], priority: str, scope: SeedScope | None = None
-) -> AddedSeeds:
-    """Queue seeds through the exact seed table, each with `scope` (its URL filled in) or
-    else the crawl's `[scope]` defaults. A URL with a page record is not queued again: its
-    refetch would come outside the refresh line, with no record to compare with, and emit
-    page.fetched for unchanged content; the recrawl schedule keeps it fresh (issue 14).
-    Its scope is put in force all the same."""
-    rejected: list[tuple[str, str]] = []
-    accepted: list[tuple[str, str]] = []  # (url, site)
-    for raw in urls:
-        try:
-            url = normalise_url(raw, None, ctx.rules)
-            site = site_of_normalised(url)
-        except (InvalidUrl, ValueError) as exc:
-            rejected.append((raw, f"not a crawlable URL: {exc}"))
-            continue
-        state = ctx.sites.loaded(site)
-        rules = state.robots.get(origin_of(url)) if state is not None else None
-        fresh = rules is not None and rules.is_fresh(ctx.clock.now())
-        if fresh and rules is not None and not rules.is_allowed(url, ctx.agent_token):
-            rejected.append((raw, "disallowed by the site's robots.txt"))
-            continue
-        accepted.append((url, site))
-    # One call: each call copies the scope's indexes, so seed by seed would be quadratic.
-    seeds = [
-        ctx.scope.default_seed(url) if scope is None else dataclasses.replace(scope, url=url)
-        for url, _ in accepted
-    ]
-    ids = ctx.scope.add_seeds(seeds)
-    queued = known = 0
-    low = priority == "low"
-    for (url, site), seed_id in zip(accepted, ids, strict=True):
-        hashed = url_hash(url)
-        crawled = ctx.records.get_page(hashed) is not None
-        if not crawled and ctx.intake.add_seed(
-            url, hashed, site, seed_id=seed_id, low_priority=low
-        ):
-            queued += 1
-        else:
-            known += 1
-    return AddedSeeds(queued, known, rejected, seeds)

@@ -84,7 +84,8 @@ class CrawlContext:
         to `site`, and make it durable at once: it must survive a crash or restart."""
         state = self.sites.set_limits(site, limits)
         self.run.reschedule(state)
-        self.durability.commit_records()
+        override = None if limits is None else limits.to_json()
+        self.durability.keep({"op": "limits", "site": site, "override": override})
         return state
 
     def add_exclusion(self, pattern: str) -> int | None:
@@ -95,7 +96,7 @@ class CrawlContext:
         if not self.scope.add_exclusion(pattern, self.clock.now()):
             return None
         dropped = self.intake.drop_excluded(self.scope.matches(pattern))
-        self.durability.commit_records()
+        self.durability.keep({"op": "exclude", "pattern": pattern})
         return dropped
 
     def remove_exclusion(self, pattern: str) -> bool:
@@ -103,5 +104,5 @@ class CrawlContext:
         kept out come back only when found again."""
         removed = self.scope.remove_exclusion(pattern)
         if removed:
-            self.durability.commit_records()
+            self.durability.keep({"op": "lift", "pattern": pattern})
         return removed

@@ -5,6 +5,7 @@ left in it.
     warc/         WARC/1.1 files, one gzip member per record (each with a CDXJ index)
     seen.bloom    seen-set checkpoint
     inlinks.bin   the in-link counter (frontier.inlinks), saved at checkpoints
+    operator.db   the operator's changes not yet in trawl.db's last commit (store.operator_log)
     LOCK          held while a crawl runs, so two crawls never share a directory
 
 Apart from the wiring so the read-back commands can open a data directory without importing
@@ -25,6 +26,7 @@ DB_NAME = "trawl.db"
 WARC_DIR = "warc"
 BLOOM_NAME = "seen.bloom"
 INLINKS_NAME = "inlinks.bin"
+OPERATOR_LOG_NAME = "operator.db"
 
 
 def lock_data_dir(data_dir: Path) -> IO[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from trawl.frontier.traps import TrapCounters, TrapPolicy
 from trawl.loop.context import CrawlContext
 from trawl.loop.cpu_batches import BatchedWorkers
 from trawl.loop.durability import Durability
+from trawl.loop.operator_changes import replay as replay_operator_changes
 from trawl.loop.placement import EmbeddedPlacement
 from trawl.loop.policy import LoopPolicy, RobotsPolicy, RunLimits, SitemapPolicy, StorePolicy
 from trawl.loop.run_state import RunState
@@ -35,7 +37,15 @@ from trawl.politeness.site_clock import ClockPolicy
 from trawl.recrawl.schedule import RecrawlPolicy
 from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
-from trawl.store.layout import BLOOM_NAME, DB_NAME, INLINKS_NAME, WARC_DIR, recover_warc_tails
+from trawl.store.layout import (
+    BLOOM_NAME,
+    DB_NAME,
+    INLINKS_NAME,
+    OPERATOR_LOG_NAME,
+    WARC_DIR,
+    recover_warc_tails,
+)
+from trawl.store.operator_log import OperatorLog
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.scope_sqlite import SqliteScopeStore
 from trawl.store.skips_sqlite import SqliteSkipLog
@@ -56,6 +66,9 @@ if TYPE_CHECKING:
 # connection (TCP set-up) than when it reuses one, so a little margin keeps the gaps the
 # server observes at or above the configured minimum.
 IP_GAP_MARGIN_S = 0.05
+
+
+log = logging.getLogger(__name__)
 
 
 def user_agent(settings: Settings) -> str:
@@ -117,6 +130,9 @@ def build_context(
         recover_warc_tails(data_dir / WARC_DIR)
     # A database from an earlier run: a request may have followed its last commit.
     resumed = conn is None and (data_dir / DB_NAME).exists()
+    # The embedded default's operator changes have a journal of their own (a cluster
+    # node's come through the cluster's channels).
+    operator_log = OperatorLog(data_dir / OPERATOR_LOG_NAME) if conn is None else None
     conn = conn or open_database(data_dir / DB_NAME)
     started_at = clock.now()
     placement = placement or EmbeddedPlacement(started_at if resumed else None)
@@ -205,8 +221,9 @@ def build_context(
         placement=placement,
         fetcher=fetcher,
         cpu_pool=pool,
+        operator_log=operator_log,
     )
-    return CrawlContext(
+    ctx = CrawlContext(
         clock=clock,
         policy=policy,
         placement=placement,
@@ -230,6 +247,9 @@ def build_context(
         stats=stats,
         traps=traps,
     )
+    if operator_log is not None and replay_operator_changes(ctx, conn, operator_log):
+        log.info("operator changes the last run had not committed were replayed")
+    return ctx
 
 
 def scope_book(settings: Settings, conn: sqlite3.Connection) -> ScopeBook:
