@@ -1,6 +1,6 @@
 """Where trawl's CPU goes per page: py-spy over a crawl of the bench web, grouped by stage.
 
-    python -m bench.profile_crawl [--max-time 60] [--quick]
+    python -m bench.profile_crawl [--max-time 60] [--quick]     # py-spy: pip install -e '.[bench]'
 
 Samples the crawler and its worker processes (py-spy --subprocesses, idle samples left out)
 and prints a table of stages with their share of CPU samples and the ms of CPU per page that
