@@ -145,12 +145,22 @@ def test_a_replay_skips_what_it_cannot_read_and_applies_the_rest(tmp_path: Path)
     log.append({"op": "limits", "site": "a.test", "override": {"crawlDelay": "soon"}})
     log.append({"op": "teleport"})
     log.append({"op": "exclude", "pattern": "/never/"})
+    scope = {"url": "", "type": "domain", "include": [], "exclude": [], "maxDepth": 2,
+             "extraHops": 0, "maxPages": 0}  # fmt: skip
+    log.append({"op": "seeds", "urls": ["http://e.test/"], "priority": "low", "scope": scope})
+    log.append({"op": "seeds", "urls": "http://f.test/", "priority": "high", "scope": None})
     log._conn.execute("INSERT INTO changes(change) VALUES ('{not json')")
     log.close()
     ctx = build_context(SETTINGS, tmp_path, StoppedClock(2000.0))
     try:
         assert ctx.sites.state("a.test").limits is None
         assert ctx.scope.current.is_excluded("http://a.test/never/1")
+        assert ctx.frontier.queued_for("e.test") == 1
+        seeds = {seed.url: seed for seed in ctx.scope.seeds}
+        assert seeds["http://e.test/"].type.value == "domain"
+        assert seeds["http://e.test/"].max_depth == 2
+        assert "http://f.test/" not in seeds  # its urls were not a list: skipped
+        assert ctx.frontier.queued_for("f.test") == 0
     finally:
         asyncio.run(ctx.durability.close())
 
