@@ -45,22 +45,28 @@ def recover_warc_tails(warc_dir: Path) -> int:
     """Cut torn tails off WARC files left by a crash, and index files left without their
     CDXJ index; returns bytes cut.
 
-    Each run writes files named `<prefix>-<stamp>-<seq>-<run token>.warc.gz` and closes
-    (fsyncs) a file before rotating away from it, so only a run's last file can be torn,
-    and only it can lack its index (written when the writer leaves a file).
+    Each run writes files named `<prefix>-<stamp>-<seq>-<run token>.warc.gz`. A file is
+    finished (fsynced, then indexed) when the writer leaves it, on a thread of its own: a
+    crash can tear only a run's last file or one it was leaving, and either lacks its index.
+    Those are the files checked.
     """
+    from trawl.store.cdxj import index_path
     from trawl.store.warc import ensure_index, recover_tail  # isal: not for read-back
 
     if not warc_dir.exists():
         return 0
     last_of_run: dict[str, Path] = {}
+    unindexed: list[Path] = []
     for path in sorted(warc_dir.glob("*.warc.gz")):
         parts = path.name.removesuffix(".warc.gz").split("-")
         run, seq = "-".join(parts[3:]), parts[2] if len(parts) > 3 else ""
         best = last_of_run.get(run)
         if best is None or seq >= best.name.split("-")[2]:
             last_of_run[run] = path
-    cut = sum(recover_tail(path) for path in last_of_run.values())
-    for path in last_of_run.values():
+        if not index_path(path).exists():
+            unindexed.append(path)
+    check = sorted({*last_of_run.values(), *unindexed})
+    cut = sum(recover_tail(path) for path in check)
+    for path in check:
         ensure_index(path)
     return cut
