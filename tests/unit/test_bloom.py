@@ -37,3 +37,15 @@ def test_damaged_checkpoint_raises_value_error() -> None:
 def test_about_ten_bits_per_url_at_one_percent() -> None:
     bloom = BloomFilter(1_000_000, 0.01)
     assert 9.0 <= bloom.size_bytes * 8 / 1_000_000 <= 10.5
+
+
+def test_the_parts_the_checkpoint_writes_load_back_as_the_same_filter() -> None:
+    bloom = BloomFilter(10_000, 0.01)
+    hashes = [f"{n:032x}" for n in range(0, 10_000 * 7919, 7919)]
+    for h in hashes[:5_000]:
+        bloom.add(h)
+    header, body = bloom.to_parts()
+    assert header + body == bloom.to_bytes()
+    loaded = BloomFilter.from_bytes(header + body)
+    assert all(h in loaded for h in hashes[:5_000])
+    assert [h in loaded for h in hashes[5_000:]] == [h in bloom for h in hashes[5_000:]]

@@ -51,8 +51,15 @@ class BloomFilter:
         return 0 if math.isinf(n) else int(n)
 
     def to_bytes(self) -> bytes:
+        return b"".join(self.to_parts())
+
+    def to_parts(self) -> tuple[bytes, bytes]:
+        """`to_bytes` as (header, filter): written one after the other, the same file. The
+        crawl copies the filter on its event loop at each checkpoint; joining the two was a
+        second copy of the whole filter (12 MB by default: 7 of the 8.4 ms idle, more under
+        load; issue 17)."""
         header = f"{self.capacity}:{self.false_positive_rate!r}\n".encode()
-        return header + bytes(self._bloom.save_bytes())
+        return header, bytes(self._bloom.save_bytes())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BloomFilter:

@@ -70,18 +70,19 @@ class SeenSet:
         return True
 
     def snapshot(self) -> Callable[[], None]:
-        """Copy the set now (a memcpy of the filter) and return the call that writes the copy
+        """Copy the set now (one memcpy of the filter) and return the call that writes the copy
         durably, which may run on a thread. Take it right after a commit: a saved filter must
         hold no URL whose queue row the database lacks, or a crash leaves that URL "seen"
         and never queued (issue 13's crash soak caught a snapshot taken later)."""
-        data = self._bloom.to_bytes()
-        return partial(self._write, data)
+        header, body = self._bloom.to_parts()
+        return partial(self._write, header, body)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, header: bytes, body: bytes) -> None:
         tmp = self._path.with_suffix(".tmp")
         try:
             with tmp.open("wb") as fh:
-                fh.write(data)
+                fh.write(header)
+                fh.write(body)
                 fh.flush()
                 os.fsync(fh.fileno())
             tmp.replace(self._path)
