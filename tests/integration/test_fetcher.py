@@ -175,6 +175,16 @@ async def _huge_header(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     return False
 
 
+async def _then_unasked(writer: asyncio.StreamWriter, conn: Connection) -> bool:
+    """A page, then, while the connection idles, a whole second answer nobody asked for."""
+    await _simple(PAGE)(writer, conn)
+    await asyncio.sleep(0.05)
+    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "5")]))
+    writer.write(b"stale")
+    await writer.drain()
+    return True
+
+
 async def _garbage(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     writer.write(b"THIS IS NOT HTTP\r\n\r\n")
     await writer.drain()
@@ -199,6 +209,7 @@ ROUTES: dict[str, Route] = {
     "/bad-chunks": _bad_chunks,
     "/huge-header": _huge_header,
     "/garbage": _garbage,
+    "/then-unasked": _then_unasked,
 }
 
 
@@ -399,6 +410,40 @@ def test_unread_but_complete_responses_keep_the_connection() -> None:
         assert (first.status, first.body, first.header("etag")) == (304, None, '"v1"')
         assert second.body == PAGE
         assert len(web.connections) == 1
+
+    run_with_web(test)
+
+
+def test_issue_17_an_idle_connection_keeps_nothing_of_its_last_response() -> None:
+    """The pooled connection drops its last response's parser and body stream: a crawl
+    holds one idle connection a site, and those objects were what its garbage collections
+    walked (issue 17). The next request on it builds them anew."""
+
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+        await fetcher.fetch(url(web, "/page"))
+        connector = fetcher._ensure_session().connector
+        assert connector is not None
+        idle = [proto for conns in connector._conns.values() for proto, _ in conns]
+        assert len(idle) == 1
+        assert (idle[0]._parser, idle[0]._payload) == (None, None)
+        again = await fetcher.fetch(url(web, "/gzip"))
+        assert (again.status, again.body) == (200, PAGE)
+        assert len(web.connections) == 1
+
+    run_with_web(test)
+
+
+def test_issue_17_bytes_sent_to_an_idle_connection_close_it() -> None:
+    """An answer a server sends while the connection idles is never taken for the answer
+    to the next request: the connection is closed and the next request gets its own."""
+
+    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+        first = await fetcher.fetch(url(web, "/then-unasked"))
+        await asyncio.sleep(0.3)  # the unasked answer arrives while the connection idles
+        second = await fetcher.fetch(url(web, "/page"))
+        assert (first.status, first.body) == (200, PAGE)
+        assert (second.status, second.body) == (200, PAGE)
+        assert len(web.connections) == 2
 
     run_with_web(test)
 
