@@ -50,7 +50,8 @@ def crawl_in_process(
 ) -> tuple[CrawlSummary, list[PageRecord]]:
     """Run `trawl crawl` in this process to its end; the summary and every page record."""
     summary = run_async(
-        run_crawl(settings, data, [(u, "test seed") for u in seeds], io.StringIO(), is_tty=False)
+        run_crawl(settings, data, [(u, "test seed") for u in seeds], io.StringIO(), is_tty=False),
+        freeze_survivors=False,  # this test process lives on after the crawl
     )
     pages = list(SqliteRecords(open_database(data / "trawl.db", readonly=True)).iter_pages())
     return summary, pages
