@@ -1,0 +1,71 @@
+"""The crawl process's garbage collections during a `bench.speed` crawl (issue 17).
+
+    python -m bench.gc_pauses [--quick] [--max-time 90] [--src <checkout>/src]
+
+Runs `python -m bench.speed --skip-scrapy` with a probe (bench/gc_pauses/sitecustomize.py)
+in the crawl process, then prints per generation: how many collections, their total and
+longest time, and the most objects generation 0 held at a collection's start; and the
+cycles that freezing kept (collected at exit after unfreezing). `--src` runs another
+checkout's code under the same harness, for before/after pairs. Loopback only, like
+bench.speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def summarise(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        for gen in (0, 1, 2):
+            runs = [c for c in rec["collections"] if c[0] == gen]
+            if not runs:
+                continue
+            ms = [c[2] for c in runs]
+            most = max(c[1] for c in runs)
+            objs = f", generation 0 at most {most:,} objects" if gen < 2 else ""
+            out.append(
+                f"gen{gen}: {len(runs)} collections, {sum(ms):.0f} ms in all, "
+                f"longest {max(ms):.1f} ms{objs}"
+            )
+        out.append(f"at exit: {rec['frozen_at_exit']:,} frozen, {rec['found_at_exit']} unreachable")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--max-time", type=float, default=90.0)
+    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "gc.jsonl"
+        src = args.src or ROOT.parent / "src"
+        env = dict(os.environ, GC_PAUSES_OUT=str(out))
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "gc_pauses"), str(src), str(ROOT.parent)])
+        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
+        cmd += ["--max-time", str(args.max_time)]
+        if args.quick:
+            cmd.append("--quick")
+        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
+        for line in run.stdout.splitlines():
+            if line.startswith(("| trawl", "| crawler")):
+                print(line)
+        if run.returncode != 0 or not out.exists():
+            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+        for line in summarise(out.read_text().splitlines()):
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
