@@ -2,7 +2,7 @@
 
     python -m bench.gc_pauses [--quick] [--max-time 90] [--src <checkout>/src]
 
-Runs `python -m bench.speed --skip-scrapy` with a probe (bench/gc_pauses/sitecustomize.py)
+Runs `python -m bench.speed --skip-scrapy` with a probe (bench/gc_probe/sitecustomize.py)
 in the crawl process, then prints per generation: how many collections, their total and
 longest time, and the most objects generation 0 held at a collection's start; and the
 cycles that freezing kept (collected at exit after unfreezing). `--src` runs another
@@ -52,7 +52,7 @@ def main() -> None:
         out = Path(tmp) / "gc.jsonl"
         src = args.src or ROOT.parent / "src"
         env = dict(os.environ, GC_PAUSES_OUT=str(out))
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "gc_pauses"), str(src), str(ROOT.parent)])
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "gc_probe"), str(src), str(ROOT.parent)])
         cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
         cmd += ["--max-time", str(args.max_time)]
         if args.quick:
