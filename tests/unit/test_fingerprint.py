@@ -6,7 +6,7 @@ import time
 from itertools import combinations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trawl.parse.fingerprint import (
@@ -361,3 +361,48 @@ def test_short_or_thin_pages_hint_nothing() -> None:
     assert main_text(_news_page(0, 0, semantic=True)).window_hint == 0  # prose under 3,072
     assert main_text(b"<html><body><p>In stock.</p></body></html>").window_hint == 0
     assert main_text(b"") == (0, 0, 0)
+
+
+def _reference_simhash(text: str) -> tuple[int, int]:
+    """simhash_of_text as first written: majority bits counted digest by digest."""
+    from collections import Counter
+    from hashlib import blake2b
+
+    words = text[:3072].lower().split()
+    counts = Counter(words)
+    if not counts:
+        return 0, 0
+    hashes = {
+        t: int.from_bytes(blake2b(t.encode("utf-8", "surrogatepass"), digest_size=8).digest())
+        for t in counts
+    }
+    if len(hashes) > 512:
+        limit = (1 << 64) * 512 // len(hashes)
+        counts = Counter({t: c for t, c in counts.items() if hashes[t] < limit})
+    weighted = [(hashes[t], min(c, 8)) for t, c in counts.items()]
+    n = sum(w for _, w in weighted)
+    out = 0
+    for bit in range(64):
+        if sum(w for h, w in weighted if h >> bit & 1) > n // 2:
+            out |= 1 << bit
+    return out, len(words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "b", "river", "Harbour", "é", "x" * 40, "word", "\u4e2d\u6587"])
+        | st.text(min_size=1, max_size=12),
+        max_size=900,
+    )
+)
+def test_simhash_of_text_counts_bits_like_the_plain_majority(words: list[str]) -> None:
+    text = " ".join(words)
+    assert simhash_of_text(text) == _reference_simhash(text)
+
+
+def test_simhash_of_text_sampled_and_repeated_words_match_the_plain_majority() -> None:
+    many = " ".join(f"w{i}" for i in range(900))  # > 512 distinct tokens: sampled
+    repeated = "the the the the the the the the the the cat sat sat on the mat " * 20
+    for text in (many, repeated, many[:2000] + " " + repeated):
+        assert simhash_of_text(text) == _reference_simhash(text)

@@ -20,8 +20,9 @@ Cost bounds, so one ~100 KB page stays under a millisecond:
   shorter; on a text-heavy page, tokenising the rest cost ~1 ms more). Pages that differ
   only beyond that point come out identical, which errs towards "similar";
 - token hashes are cached per process (blake2b is ~300 ns a call; web vocabulary is
-  Zipfian, so most tokens hit). The cache is cleared when full, which changes nothing
-  but speed;
+  Zipfian, so most tokens hit), each already spread into 64 16-bit counters (`_lanes`),
+  so a page's bit counts are one big-integer sum of its tokens' entries. The cache is
+  cleared when full, which changes nothing but speed;
 - a page with more than `_MAX_FEATURES` distinct tokens is sampled: only features whose
   hash is below a threshold scaled to keep ~`_MAX_FEATURES` of them count. The sample is
   chosen by content, so near-identical pages sample near-identical sets.
@@ -76,8 +77,12 @@ _MAX_MAIN_HTML_BYTES = 32 * 1024
 _MAX_TEXT_CHARS = 3_072  # ~500 words: enough to tell near-copies; cost grows with it
 _MAX_FEATURES = 512
 _MAX_WEIGHT = 8
-_CACHE_LIMIT = 50_000  # ~6 MB per process at worst
-_hash_cache: dict[str, bytes] = {}
+_CACHE_LIMIT = 50_000  # ~12 MB per process at worst
+# token -> `_lanes` of its 64-bit blake2b hash: a 1024-bit int, ~170 bytes.
+_lanes_cache: dict[str, int] = {}
+_BITS_TO_BYTES = bytes.maketrans(b"01", b"\x00\x01")
+_TOP_BITS = int.from_bytes(b"\x00\x80" * 64, "little")
+_TOP_BIT_TO_DIGIT = bytes.maketrans(b"\x00\x80", b"01")
 _SPACE = 1 << 64
 _LETTER_WORDS = re.compile(r"[^\W\d_]{2,}")  # words of 2+ letters: ids' stray letters drop out
 # Below this many prose tokens a near-duplicate match means little: on 50-token texts a
@@ -94,33 +99,41 @@ def _visible_text(tree: LexborHTMLParser) -> str:
     return body.text(separator=" ")
 
 
-def _feature_hashes(tokens: KeysView[str]) -> list[bytes]:
-    cache = _hash_cache
+def _token_hash(token: str) -> int:
+    digest = blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _lanes(value: int) -> int:
+    """`value`'s 64 bits spread into 64 counters of 16 bits (bit k in counter k): adding
+    these sums each bit over many hashes in one big-integer addition."""
+    spread = bytearray(128)
+    spread[0::2] = format(value, "064b")[::-1].encode().translate(_BITS_TO_BYTES)
+    return int.from_bytes(spread, "little")
+
+
+def _feature_lanes(tokens: KeysView[str]) -> list[int]:
+    cache = _lanes_cache
     missing = tokens - cache.keys()  # one C-level pass; usually few are new
     if len(cache) + len(missing) > _CACHE_LIMIT:
         cache.clear()
         missing = set(tokens)
     for token in missing:
-        cache[token] = blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        cache[token] = _lanes(_token_hash(token))
     return list(map(cache.__getitem__, tokens))
 
 
-def _majority_bits(digests: bytes, n: int) -> int:
-    """Bit 8*(7-p)+b of the result is set when most digests have bit b set in byte p.
+def _majority_bits(total: int, n: int) -> int:
+    """Bit k of the result is set when counter k of `total` (a sum of `n` `_lanes`) is
+    over half of `n`.
 
-    Each byte column becomes one big int, so the 64 counts are 64 C-level popcounts of
-    masked shifts (4x faster than bytes.translate-and-count).
+    Adding 0x7FFF - n//2 to every counter carries it into its top bit exactly when it
+    exceeds n//2 (n < 0x8000: at most `_MAX_TEXT_CHARS` tokens count); the 64 top bits are
+    then read off as text, all in C.
     """
-    out = 0
-    half = n // 2
-    lanes = int.from_bytes(b"\x01" * n, "little")  # bit 0 of every byte
-    for p in range(8):
-        column = int.from_bytes(digests[p::8], "little")
-        shift = 8 * (7 - p)  # the digests are big-endian
-        for b in range(8):
-            if ((column >> b) & lanes).bit_count() > half:
-                out |= 1 << (shift + b)
-    return out
+    bias = int.from_bytes((0x7FFF - n // 2).to_bytes(2, "little") * 64, "little")
+    flags = ((total + bias) & _TOP_BITS).to_bytes(128, "little")[1::2]
+    return int(flags.translate(_TOP_BIT_TO_DIGIT)[::-1], 2)
 
 
 def shape_of_tree(tree: LexborHTMLParser) -> int:
@@ -235,28 +248,28 @@ def simhash_of_text(text: str) -> tuple[int, int]:
     counts = Counter(words)
     if not counts:
         return 0, 0
-    digests = _feature_hashes(counts.keys())
+    lanes = _feature_lanes(counts.keys())
     repeats: Iterable[int] = counts.values()
-    if len(digests) > _MAX_FEATURES:
-        limit = (_SPACE * _MAX_FEATURES // len(digests)).to_bytes(8, "big")
-        kept = [d < limit for d in digests]
-        digests = list(compress(digests, kept))
-        repeats = compress(repeats, kept)
-    if not digests:  # pragma: no cover - only if every hash is above the threshold
+    if len(lanes) > _MAX_FEATURES:
+        limit = _SPACE * _MAX_FEATURES // len(lanes)
+        kept = [_token_hash(token) < limit for token in counts]
+        lanes = list(compress(lanes, kept))
+        repeats = list(compress(repeats, kept))
+    if not lanes:  # pragma: no cover - only if every hash is above the threshold
         return 0, len(words)
     # Weight each word by how often it occurs (capped), as simhash does: repeated
     # boilerplate then outweighs the few words that differ between near-copies. Unweighted,
     # a short templated page whose links differ by two item numbers came out 5-11 bits
-    # from its siblings, past the alarm's threshold. Most words occur once, so the digests
-    # are joined once and only the repeats are added (the order does not count): 4x faster
-    # than multiplying every digest by its weight.
-    extra = [
-        d * (c - 1 if c <= _MAX_WEIGHT else _MAX_WEIGHT - 1)
-        for d, c in zip(digests, repeats, strict=True)
-        if c > 1
-    ]
-    weighted = b"".join(digests) + b"".join(extra)
-    return _majority_bits(weighted, len(weighted) // 8), len(words)
+    # from its siblings, past the alarm's threshold. Most words occur once, so their lanes
+    # are summed at once and only the repeats are added again.
+    total = sum(lanes)
+    n = len(lanes)
+    for lane, count in zip(lanes, repeats, strict=True):
+        if count > 1:
+            extra = count - 1 if count <= _MAX_WEIGHT else _MAX_WEIGHT - 1
+            total += lane * extra
+            n += extra
+    return _majority_bits(total, n), len(words)
 
 
 def hamming(a: int, b: int) -> int:
