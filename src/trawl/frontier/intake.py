@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 
 _EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
+# Known URLs to re-score wait for the crawl's next commit, or until this many (~0.5 s of a
+# full-speed crawl): one batch costs a statement where each page's cost one, and a URL
+# noted twice meanwhile is re-scored once (issue 17).
+RESCORE_BATCH = 512
 
 
 class IntakeTally(Protocol):
@@ -80,6 +84,7 @@ class Intake:
         self._router = router
         self._take_due = take_due
         self._wake = wake
+        self._rescore_pending: dict[str, None] = {}  # an ordered set of urlHashes
 
     # -- what comes in ------------------------------------------------------------------
     def add_seed(
@@ -117,13 +122,13 @@ class Intake:
     def add_page_links(self, source: CrawlUrl, links: Sequence[FoundLink]) -> None:
         """The links found on `source`'s page: every one counts as an in-link; new ones are
         scored and queued (most links on a page are already known), known ones re-scored
-        when their counts double."""
+        when their counts double (in batches: `flush_rescores`)."""
         router = self._router
         scores = self._scores
         counts = scores.count_page_links(source.site, links)
         scope = self._scope.current
         standing = Standing.unpack(source.standing)
-        rescore: list[str] = []
+        rescore = self._rescore_pending
         for link, (pages, sites) in zip(links, counts, strict=True):
             decision = scope.decide(link.url, standing, link.site)
             if decision.standing is None:
@@ -136,7 +141,7 @@ class Intake:
                 self._sites.note_referrer(link.site, source.site)
             if router is None and not self._seen.add_if_new(link.url_hash):
                 if scores.worth_rescoring(link, source.site, pages, sites):
-                    rescore.append(link.url_hash)
+                    rescore[link.url_hash] = None
                 continue
             referrers = self._sites.referrers(link.site)
             score, parts, line = scores.score_new(link, pages, sites, source.score, referrers)
@@ -149,8 +154,17 @@ class Intake:
                 router.route(item, must_crawl=False, referrer=referrer)
             elif self._queue_new(item, must_crawl=False):
                 self._tally.links_new += 1
-        if rescore:
-            self._tally.rescored += self.rescore(rescore)
+        if len(rescore) >= RESCORE_BATCH:
+            self.flush_rescores()
+
+    def flush_rescores(self) -> None:
+        """Re-score the known URLs noted since the last flush that still wait in the queue
+        (the crawl's commits call this first: a re-score is a ranking hint, and waiting
+        up to a commit interval for it changes no crawl's outcome)."""
+        if self._rescore_pending:
+            url_hashes = list(self._rescore_pending)
+            self._rescore_pending.clear()
+            self._tally.rescored += self.rescore(url_hashes)
 
     def add_sitemap_entry(self, url: str, url_hash: str, site: str) -> bool:
         """Queue a URL a sitemap of its own site listed (depth 1: one step from the home)

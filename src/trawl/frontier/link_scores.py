@@ -9,7 +9,6 @@ so frontier updates stay logarithmic.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING
 
@@ -98,7 +97,7 @@ class LinkScores:
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""
         try:
-            parts = ScoreParts.from_json(json.loads(stored_parts))
+            parts = ScoreParts.from_json_text(stored_parts)
         except (ValueError, TypeError, AttributeError):
             return None
         pages, sites = self.counter.estimate(url_hash)

@@ -35,7 +35,9 @@ is worth recomputing: O(log n) updates per URL instead of one per link.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,6 +97,11 @@ class ScoringPolicy:
 _PART_KEYS = ("inlinkPages", "inlinkSites", "parent", "sitePopularity", "depth", "boost")
 # %r of a float or int is what json writes for it (finite: the policy checks that).
 _PARTS_JSON = "{" + ",".join(f'"{key}":%r' for key in (*_PART_KEYS, "total")) + "}"
+# What `_PARTS_JSON` writes, read back in one match: a JSON number per key.
+_NUMBER = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+_PARTS_TEXT = re.compile(
+    r"\{" + ",".join(f'"{key}":{_NUMBER}' for key in (*_PART_KEYS, "total")) + r"\}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +146,24 @@ class ScoreParts:
             self.total(),
         )
         return tuple([round(value, 3) for value in values])
+
+    @classmethod
+    def from_json_text(cls, text: str) -> ScoreParts:
+        """`from_json(json.loads(text))`, the text `to_json_text` writes read in one regex
+        match instead (every re-score reads one: json.loads and from_json were 6 of its 17
+        µs, issue 17); any other text goes through json. Raises ValueError as they do."""
+        match = _PARTS_TEXT.fullmatch(text)
+        if match is None:
+            return cls.from_json(json.loads(text))
+        values = match.groups()
+        return cls(
+            float(values[0]),
+            float(values[1]),
+            float(values[2]),
+            float(values[3]),
+            float(values[4]),
+            float(values[5]),
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ScoreParts:

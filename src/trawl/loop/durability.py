@@ -141,6 +141,7 @@ class Durability:
             note_applied(self._conn, self._kept_seq)
 
     def _commit_pending(self) -> None:
+        self._intake.flush_rescores()
         self._scope.flush()  # skips join the records' transaction
         self._records.commit()
 
