@@ -1,0 +1,33 @@
+"""A page's work crosses from a worker process to the crawl as a pickle (parse.page_work)."""
+
+from __future__ import annotations
+
+import pickle
+
+from trawl.parse.page_work import FoundLink, PageInput, PageOutput, process_page
+
+PAGE = b"""<html><head><link rel="canonical" href="/a"></head><body>
+<a href="/a">a</a> <a href="b.html">b</a> <a href="http://other.test/x?utm_source=z">x</a>
+<a href="mailto:someone@example.org">mail</a> <p>%s</p></body></html>""" % (b"word " * 80)
+
+
+def _output() -> PageOutput:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+    page = PageInput(
+        "http://site.test/dir/index.html", 1.0, "127.0.0.1", head, PAGE, False, (), "trawl",
+        True, request_head=b"GET /dir/index.html HTTP/1.1\r\nHost: site.test\r\n\r\n",
+    )  # fmt: skip
+    return process_page(page)
+
+
+def test_a_page_output_pickles_back_equal_with_its_links_as_found_links() -> None:
+    out = _output()
+    assert len(out.links) == 3
+    assert out.bad_links == 1
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        back = pickle.loads(pickle.dumps([out, ValueError("x")], protocol))[0]
+        assert back == out
+        assert type(back) is PageOutput
+        assert all(type(link) is FoundLink for link in back.links)
+        assert back.links[2].url == "http://other.test/x"
+        assert back.warc_record == out.warc_record
