@@ -33,7 +33,7 @@ Nothing here does I/O or reads a clock; patterns run on RE2 (see scope_patterns)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -256,6 +256,13 @@ class _CompiledSeed:
     site: str  # the seed's registered domain
     include: PatternSet
     exclude: PatternSet
+    # `any`, no excludes, no depth limit: every link it finds is queued, one hop further
+    # (the default scope; decided without a call per link: `CrawlScope._decide`).
+    open_and_unlimited: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        unlimited = self.is_open and self.scope.max_depth == 0
+        object.__setattr__(self, "open_and_unlimited", unlimited)
 
     @property
     def is_open(self) -> bool:
@@ -528,11 +535,13 @@ class CrawlScope:
             return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
         if source.leaf:
             return _skipped(ScopeRule.CAPTURE, source.seed)
-        if self.is_excluded(url):
+        if self._exclude and self._exclude.matching(url):  # is_excluded, inline: every link
             return _skipped(ScopeRule.EXCLUDE, source.seed)
         own = self._by_id.get(source.seed)
         if own is None:
             return self._unknown_seed(url, source, step)
+        if own.open_and_unlimited:  # `any`, the default: the fastest path
+            return _queued_at(ScopeRule.SCOPE, own.id, min(source.depth + step, MAX_DEPTH_LIMIT), 0)
         if own.is_open and _is_within_depth(own, source, step):  # `any`: the fast path
             return _queued(ScopeRule.SCOPE, own.id, source, step, off_scope=False)
         split = _Split.of(url, with_site=self._has_domain_seeds, site=site)
