@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.news_pages import make_article, make_chrome, news_page
-from bench.webfarm.generate import generate_web
+from bench.webfarm.generate import file_for, generate_web
 from trawl.parse import fingerprint
 from trawl.parse.links import decode_html
 
@@ -37,7 +37,7 @@ def bench_web_sites(n_sites: int = 200) -> list[Site]:
     for site in sorted(os.listdir(www))[:n_sites]:
         pages = []
         for path in spec.page_paths:
-            file = www / site / (path.lstrip("/") + ("index.html" if path.endswith("/") else ""))
+            file = file_for(www / site, path)
             if file.is_file():
                 body = file.read_bytes()
                 pages.append((body, decode_html(body)))

@@ -129,7 +129,7 @@ def bench_web_pages(
     `root` or reused) under every host name, in crawl order: round robin over sites (a
     polite crawl spreads a site's pages out in time). `paths_per_site` keeps only each
     site's first paths."""
-    from bench.webfarm.generate import generate_web
+    from bench.webfarm.generate import file_for, generate_web
     from trawl.parse.links import extract_links
 
     spec = generate_web(root, n_sites=n_sites, pages_per_site=pages_per_site)
@@ -139,8 +139,7 @@ def bench_web_pages(
         pages: list[Page] = []
         for host in site.hosts:
             for path in paths:
-                file = spec.root / "www" / site.host / (path[1:] or "")
-                file = file / "index.html" if path.endswith("/") else file
+                file = file_for(spec.root / "www" / site.host, path)
                 parsed = extract_links(file.read_bytes(), f"http://{host}{path}")
                 pages.append((parsed.hrefs, parsed.base_url))
         per_site.append(pages)

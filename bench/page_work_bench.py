@@ -51,14 +51,14 @@ _RECORD_ID = re.compile(rb"<urn:uuid:[0-9a-f-]{36}>")
 
 def load_pages(n: int) -> list[tuple[str, bytes]]:
     """(url, body) of `n` pages of the quick bench web, drawn at random (seed 1)."""
-    from bench.webfarm.generate import generate_web
+    from bench.webfarm.generate import file_for, generate_web
 
     spec = generate_web(WEB_ROOT, n_sites=800, pages_per_site=12)
     www = WEB_ROOT / "www"
     found: list[tuple[str, Path]] = []
     for site in sorted(os.listdir(www)):
         for path in spec.page_paths:
-            file = www / site / (path.lstrip("/") + ("index.html" if path.endswith("/") else ""))
+            file = file_for(www / site, path)
             if file.is_file():
                 found.append((f"http://{site}{path}", file))
     chosen = random.Random(1).sample(found, min(n, len(found)))

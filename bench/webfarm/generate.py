@@ -422,7 +422,8 @@ def _private_page(site: SiteSpec, path: str) -> bytes:
     ).encode()
 
 
-def _file_for(site_dir: Path, path: str) -> Path:
+def file_for(site_dir: Path, path: str) -> Path:
+    """The file that serves `path` (a page path, "/..." ) in a site's directory."""
     return site_dir / (path[1:] + "index.html" if path.endswith("/") else path[1:])
 
 
@@ -436,12 +437,12 @@ def _write_site(web: _Web, index: int, www_dir: Path) -> int:
     written = 0
     for i, path in enumerate(web.paths):
         body = _render_page(web, rng, index, i)
-        _file_for(site_dir, path).write_bytes(body)
+        file_for(site_dir, path).write_bytes(body)
         written += len(body)
     if site.robots is RobotsKind.DISALLOW_PRIVATE:
         (site_dir / "private").mkdir()
         for path in PRIVATE_PATHS:
-            _file_for(site_dir, path).write_bytes(_private_page(site, path))
+            file_for(site_dir, path).write_bytes(_private_page(site, path))
     robots_text = ROBOTS_TEXT[site.robots]
     if robots_text is not None:
         (site_dir / "robots.txt").write_text(robots_text, encoding="ascii")
