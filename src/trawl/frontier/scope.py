@@ -535,7 +535,7 @@ class CrawlScope:
             return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
         if source.leaf:
             return _skipped(ScopeRule.CAPTURE, source.seed)
-        if self._exclude and self._exclude.matching(url):  # is_excluded, inline: every link
+        if self.is_excluded(url):
             return _skipped(ScopeRule.EXCLUDE, source.seed)
         own = self._by_id.get(source.seed)
         if own is None:

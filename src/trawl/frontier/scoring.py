@@ -155,15 +155,7 @@ class ScoreParts:
         match = _PARTS_TEXT.fullmatch(text)
         if match is None:
             return cls.from_json(json.loads(text))
-        values = match.groups()
-        return cls(
-            float(values[0]),
-            float(values[1]),
-            float(values[2]),
-            float(values[3]),
-            float(values[4]),
-            float(values[5]),
-        )
+        return cls(*map(float, match.groups()[: len(_PART_KEYS)]))  # the total is recomputed
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ScoreParts:
