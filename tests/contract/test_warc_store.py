@@ -384,6 +384,7 @@ def test_issue_14_each_file_gets_a_cdxj_index_whose_offsets_hold_the_records(tmp
         for n in range(30):
             record, request, body = capture(n)
             keys[writer.append(record, request)] = (record.record_id, body)
+        writer.sync()  # the files rotation left are indexed on the writer's thread: wait for it
         assert list(tmp_path.glob("*.cdxj"))  # rotation indexed the files it left
     files = warc_files(tmp_path)
     assert len(files) > 2
