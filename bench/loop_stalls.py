@@ -1,0 +1,87 @@
+"""Where the crawl loop stalls during a `bench.speed` crawl (issue 17: lag p99 < 50 ms).
+
+    python -m bench.loop_stalls [--quick] [--max-time 90] [--stall-ms 40] [--src <checkout>/src]
+
+Runs `python -m bench.speed --skip-scrapy` with a probe (bench/stall_probe/sitecustomize.py)
+in the crawl process: whenever the lag watch's tick is more than `--stall-ms` overdue, a
+thread samples every thread's stack every 5 ms. Prints how many stalls there were and how
+long; how much of their wall time the main thread spent on CPU (the rest it was preempted or
+waited on a lock or the GIL); and where the main thread was, by its innermost frame and by
+trawl's own frames. Loopback only, like bench.speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+# Other threads' innermost frames that mean they were idle (an executor thread waiting for
+# work, the process pool's manager in select): left out of their list.
+IDLE = ("_worker (thread.py:", "wait (threading.py:", "select (selectors.py:")
+
+
+def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]:
+    stalls = record["stalls"]
+    out = [f"{len(stalls)} stalls"]
+    if stalls:
+        overdue = sorted(float(str(s[1])) for s in stalls)
+        wall = sum(float(str(s[3])) for s in stalls)
+        main_cpu = sum(float(str(s[4])) for s in stalls)
+        process_cpu = sum(float(str(s[5])) for s in stalls)
+        out[0] += (
+            f": overdue median {overdue[len(overdue) // 2]:.0f} ms, worst {overdue[-1]:.0f} ms;"
+            f" {wall:.0f} ms of wall time, the main thread on CPU {main_cpu:.0f} ms"
+            f" ({100 * main_cpu / wall:.0f} %), the whole process {process_cpu:.0f} ms"
+        )
+    inner: Counter[str] = Counter()
+    ours: Counter[str] = Counter()
+    for where, n in record["samples"]:
+        first, _, trawl = str(where).partition(" | ")
+        inner[first] += int(str(n))
+        ours[trawl.split(" < ")[0] if trawl else "(no trawl frame)"] += int(str(n))
+    total = sum(inner.values()) or 1
+    for title, counts in (("innermost frame", inner), ("innermost trawl frame", ours)):
+        out.append(f"main thread's samples by {title} ({total} in all):")
+        out += [f"  {n:5d} {100 * n / total:4.0f} %  {name}" for name, n in counts.most_common(top)]
+    others = [(w, n) for w, n in record["others"] if not str(w).startswith(IDLE)]
+    if others:
+        out.append("other threads' samples during stalls (idle waits left out):")
+        out += [f"  {n:5d}  {where}" for where, n in others[:top]]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--max-time", type=float, default=90.0)
+    parser.add_argument("--stall-ms", type=float, default=40.0)
+    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "stalls.jsonl"
+        src = args.src or ROOT.parent / "src"
+        env = dict(os.environ, LOOP_STALLS_OUT=str(out), LOOP_STALLS_MS=str(args.stall_ms))
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "stall_probe"), str(src), str(ROOT.parent)])
+        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
+        cmd += ["--max-time", str(args.max_time)]
+        if args.quick:
+            cmd.append("--quick")
+        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
+        for line in run.stdout.splitlines():
+            if line.startswith(("| trawl", "| crawler")):
+                print(line)
+        if run.returncode != 0 or not out.exists():
+            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+        for line in out.read_text().splitlines():
+            print("\n".join(summarise(json.loads(line))))
+
+
+if __name__ == "__main__":
+    main()
