@@ -10,6 +10,7 @@ share represents (CPU per page measured in the same run from /proc).
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -22,8 +23,9 @@ from bench.webfarm.nginx import Nginx
 
 # First matching rule wins; each is (stage, substrings of a frame "function (file:line)").
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("main-text simhash (resiliparse)", ("main_text_fingerprint", "main_text.py")),
-    ("text fingerprint (simhash)", ("fingerprint_tree",)),
+    # process_page calls main_text through page_work._main_text (the host's window hint).
+    ("main-text simhash (resiliparse)", ("_main_text", "main_text_fingerprint", "main_text.py")),
+    ("text fingerprint, page shape (simhash)", ("fingerprint_tree", "shape_of_tree")),
     (
         "parse HTML (selectolax/Lexbor)",
         ("extract_links", "links_of_tree", "parse_html", "parse_decoded", "decode_html"),
@@ -94,7 +96,10 @@ def main() -> int:
             "--data", str(work / "data"), "--hosts-file", str(spec.hosts_file),
             "--contact", "https://trawl.invalid/bench", "--max-time", str(args.max_time),
         ]  # fmt: skip
-        spy = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw"]
+        # The venv's py-spy when the venv is not on PATH (`.venv/bin/python -m ...`).
+        beside = Path(sys.executable).with_name("py-spy")
+        spy = [shutil.which("py-spy") or str(beside), "record", "--subprocesses", "--rate", "100"]
+        spy += ["--format", "raw"]
         with Nginx(root, spec, access_log=work / "access.jsonl"):
             _, cpu, _, _ = run_measured([*spy, "-o", str(raw), "--", *crawl], work / "out.log")
         if args.keep_raw is not None:
