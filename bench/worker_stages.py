@@ -1,0 +1,104 @@
+"""Where the page workers' CPU goes during a `bench.speed` crawl, stage by stage.
+
+    python -m bench.worker_stages [--quick] [--max-time 60] [--src <checkout>/src]
+
+Runs `python -m bench.speed --skip-scrapy` with a probe (bench/worker_probe/sitecustomize.py)
+in the page workers: the thread CPU time of each function `process_page` calls, summed over
+both workers, per page they processed. Unlike `bench.page_work_bench`, which times the same
+code on pages in a loop, these are the crawl's own pages in the crawl's order, with the
+crawl's other processes on the same cores: the link memo's hit rate and the main-text window
+hints are the crawl's (both printed), not a replay's. Loopback only, like bench.speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+NAMES = {
+    "decode_html": "decode bytes",
+    "parse_decoded": "parse HTML (selectolax/Lexbor)",
+    "links_of_tree": "links, meta robots, canonical",
+    "parse_x_robots_tag": "X-Robots-Tag",
+    "content_hash": "content hash (sha256)",
+    "_encode_capture": "WARC records (gzip, sha1 digests, headers)",
+    "normalise_links": "normalise links + urlHash + site (link memo)",
+    "sha1_digest": "sha1 of a page not stored",
+    "_main_text": "main-text simhash (resiliparse)",
+    "_canonical": "canonical URL",
+    "shape_of_tree": "page shape (thin pages)",
+}
+
+
+def summarise(records: list[dict[str, object]]) -> list[str]:
+    pages = sum(int(str(r["pages"])) for r in records)
+    if not pages:
+        return ["the workers wrote no pages"]
+
+    def total(key: str) -> float:
+        return sum(float(str(r[key])) for r in records)
+
+    whole = total("process_pages")
+    stages: dict[str, float] = {}
+    for r in records:
+        for name, seconds in dict(r["stages"]).items():  # type: ignore[call-overload]
+            stages[name] = stages.get(name, 0.0) + float(seconds)
+    out = [
+        f"{len(records)} workers, {pages} pages; process_pages {1000 * whole / pages:.3f} ms"
+        f" thread CPU a page; the worker processes {1000 * total('process_cpu') / pages:.3f}"
+        " ms CPU a page in all (unpickling, pipes, start-up included)",
+        "| stage | ms thread CPU a page | share of process_pages |",
+        "|---|---|---|",
+    ]
+    for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
+        out.append(
+            f"| {NAMES.get(name, name)} | {1000 * seconds / pages:.3f}"
+            f" | {100 * seconds / whole:.1f} % |"
+        )
+    rest = whole - sum(stages.values())
+    out.append(
+        f"| the rest of process_page(s) | {1000 * rest / pages:.3f} | {100 * rest / whole:.1f} % |"
+    )
+    lookups, misses = total("memo_lookups"), total("memo_misses")
+    out.append(
+        f"link memo: {misses:.0f} misses of {lookups:.0f} hrefs"
+        f" ({100 * misses / max(lookups, 1):.1f} %),"
+        f" {lookups / pages:.1f} hrefs a page; main text: {100 * total('hinted') / pages:.1f} %"
+        " of pages had their host's window hint"
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--max-time", type=float, default=60.0)
+    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as out:
+        src = args.src or ROOT.parent / "src"
+        env = dict(os.environ, WORKER_STAGES_OUT=out)
+        paths = [str(ROOT / "worker_probe"), str(src), str(ROOT.parent)]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
+        cmd += ["--max-time", str(args.max_time)]
+        if args.quick:
+            cmd.append("--quick")
+        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
+        for line in run.stdout.splitlines():
+            if line.startswith(("| trawl", "| crawler")):
+                print(line)
+        records = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*.json"))]
+        if run.returncode != 0 or not records:
+            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+        print("\n".join(summarise(records)))
+
+
+if __name__ == "__main__":
+    main()
