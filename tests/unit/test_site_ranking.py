@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from trawl.api.site_ranking import (
     busiest,
     most_troubled,
@@ -58,6 +61,45 @@ def test_most_troubled_puts_parked_sites_first_and_skips_healthy_ones() -> None:
     assert [r["host"] for r in rows] == ["parked.test", "failing.test", "recovered.test"]
     assert [r["state"] for r in rows] == ["parked", "backingOff", "ok"]
     assert rows[0]["parkedUntil"] is not None
+
+
+def test_a_site_whose_parking_ran_out_without_failures_is_not_troubled() -> None:
+    state = site("quiet.test")
+    state.clock.parked_until = NOW - 1.0
+    assert most_troubled([state], NOW, no_queue, limit=10) == []
+    state.clock.parked_until = NOW + 1.0
+    assert [r["state"] for r in most_troubled([state], NOW, no_queue, limit=10)] == ["parked"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),  # failures in a row
+            st.booleans(),  # a success after them
+            st.sampled_from([None, NOW - 5.0, NOW + 5.0]),  # parked until
+        ),
+        max_size=12,
+    ),
+    st.integers(1, 6),
+)
+def test_most_troubled_ranks_as_the_clocks_stats_say(
+    shapes: list[tuple[int, bool, float | None]], limit: int
+) -> None:
+    sites = []
+    for i, (failures, ok_after, parked_until) in enumerate(shapes):
+        state = site(f"s{i}.test", failures=failures, ok_after=ok_after)
+        state.clock.parked_until = parked_until
+        sites.append(state)
+
+    def trouble(state: SiteState) -> tuple[bool, int, int]:  # from a stats copy, as before
+        c = state.clock.stats()
+        parked = c.parked_until is not None and c.parked_until > NOW
+        return parked, c.consecutive_failures, c.error_count
+
+    troubled = [s for s in sites if any(trouble(s))]
+    expected = sorted(troubled, key=trouble, reverse=True)[:limit]  # stable, as nlargest
+    rows = most_troubled(sites, NOW, no_queue, limit=limit)
+    assert [r["host"] for r in rows] == [s.site for s in expected]
 
 
 def test_recent_errors_are_newest_first_across_sites_and_skip_damaged_entries() -> None:

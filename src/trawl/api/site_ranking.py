@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from trawl.politeness.site_clock import SiteClockStats
+    from trawl.politeness.site_clock import SiteClock, SiteClockStats
     from trawl.politeness.site_state import SiteState
 
 
@@ -32,8 +32,10 @@ def most_troubled(
     sites: Iterable[SiteState], now: float, queued_for: Callable[[str], int], limit: int
 ) -> list[dict[str, object]]:
     """Failing sites: parked ones first, then by failures in a row, then by failures ever."""
-    keyed = ((_trouble(s.clock.stats(), now), s) for s in sites)
-    top = heapq.nlargest(limit, (k for k in keyed if any(k[0])), key=lambda k: k[0])
+    # Read off each live clock, not a stats copy of it: this runs on the crawl loop, and a
+    # copy of each of 2,000 clocks took 7 ms of it; most sites have no trouble to rank.
+    keyed = ((trouble, s) for s in sites if any(trouble := _trouble(s.clock, now)))
+    top = heapq.nlargest(limit, keyed, key=lambda k: k[0])
     return [site_row(state, now, queued_for(state.site)) for _, state in top]
 
 
@@ -91,6 +93,6 @@ def parse_recent_error(text: str) -> tuple[float, str, str] | None:
     return (at, parts[1], parts[2]) if math.isfinite(at) else None
 
 
-def _trouble(clock: SiteClockStats, now: float) -> tuple[bool, int, int]:
+def _trouble(clock: SiteClock, now: float) -> tuple[bool, int, int]:
     parked = clock.parked_until is not None and now < clock.parked_until
     return parked, clock.consecutive_failures, clock.error_count
