@@ -69,9 +69,14 @@ def summarise(records: list[dict[str, object]]) -> list[str]:
     out.append(
         f"link memo: {misses:.0f} misses of {lookups:.0f} hrefs"
         f" ({100 * misses / max(lookups, 1):.1f} %),"
-        f" {lookups / pages:.1f} hrefs a page; main text: {100 * total('hinted') / pages:.1f} %"
-        " of pages had their host's window hint"
+        f" {lookups / pages:.1f} hrefs a page"
     )
+    for key, what in (("hinted", "with their host's window hint"), ("unhinted", "without")):
+        n = total(key)
+        out.append(
+            f"main text, pages {what}: {100 * n / pages:.1f} %,"
+            f" {1000 * total(key + '_cpu') / max(n, 1):.3f} ms each"
+        )
     return out
 
 

@@ -5,7 +5,8 @@ worker forked from it).
 There it imports `trawl.parse.page_work` before any worker is forked and replaces the module
 globals that `process_page` calls (decode, parse, links, hashes, WARC records, normalising,
 main text, ...) with wrappers that add up each one's thread CPU time; `process_pages` is
-wrapped for the batch's total. It also counts pages whose host had a main-text window hint.
+wrapped for the batch's total. The main text is also timed apart for pages whose host had
+a window hint and for the rest.
 Each worker writes its totals, with its link memo's counters, as JSON to
 $WORKER_STAGES_OUT/<pid>.json every 20 batches (workers are stopped, not asked to exit).
 """
@@ -34,7 +35,8 @@ if os.environ.get("WORKER_STAGES_OUT") and _is_forkserver():
         "shape_of_tree",
     )  # fmt: skip
     _cpu = dict.fromkeys(STAGES, 0.0)
-    _totals = {"batches": 0, "pages": 0, "process_pages": 0.0, "hinted": 0}
+    _totals = {"batches": 0, "pages": 0, "process_pages": 0.0}
+    _totals.update(hinted=0, unhinted=0, hinted_cpu=0.0, unhinted_cpu=0.0)
     _clock = time.thread_time
 
     def _timed(name, fn):
@@ -54,8 +56,14 @@ if os.environ.get("WORKER_STAGES_OUT") and _is_forkserver():
             host = page_work.host_of(url)
         except Exception:
             host = ""
-        _totals["hinted"] += page_work._window_hints.get(host, 0) > 0
-        return _main_text(url, body, decoded)
+        hinted = page_work._window_hints.get(host, 0) > 0
+        started = _clock()
+        try:
+            return _main_text(url, body, decoded)
+        finally:
+            key = "hinted" if hinted else "unhinted"
+            _totals[key] += 1
+            _totals[key + "_cpu"] += _clock() - started
 
     page_work._main_text = _hinted_main_text  # timed below, with the rest
     for _name in STAGES:
