@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from bench.probed_speed import add_crawl_options, failed, run_probed
 
 ROOT = Path(__file__).resolve().parent
 
@@ -44,25 +43,13 @@ def summarise(lines: list[str]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--max-time", type=float, default=90.0)
-    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
+    add_crawl_options(parser, max_time=90.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "gc.jsonl"
-        src = args.src or ROOT.parent / "src"
-        env = dict(os.environ, GC_PAUSES_OUT=str(out))
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "gc_probe"), str(src), str(ROOT.parent)])
-        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
-        cmd += ["--max-time", str(args.max_time)]
-        if args.quick:
-            cmd.append("--quick")
-        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
-        for line in run.stdout.splitlines():
-            if line.startswith(("| trawl", "| crawler")):
-                print(line)
+        run = run_probed("gc_probe", {"GC_PAUSES_OUT": str(out)}, args)
         if run.returncode != 0 or not out.exists():
-            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+            failed(run)
         for line in summarise(out.read_text().splitlines()):
             print(line)
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+
+from bench.probed_speed import add_crawl_options, failed, run_probed
 
 ROOT = Path(__file__).resolve().parent
 # Other threads' innermost frames that mean they were idle (an executor thread waiting for
@@ -59,26 +58,15 @@ def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--max-time", type=float, default=90.0)
+    add_crawl_options(parser, max_time=90.0)
     parser.add_argument("--stall-ms", type=float, default=40.0)
-    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stalls.jsonl"
-        src = args.src or ROOT.parent / "src"
-        env = dict(os.environ, LOOP_STALLS_OUT=str(out), LOOP_STALLS_MS=str(args.stall_ms))
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "stall_probe"), str(src), str(ROOT.parent)])
-        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
-        cmd += ["--max-time", str(args.max_time)]
-        if args.quick:
-            cmd.append("--quick")
-        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
-        for line in run.stdout.splitlines():
-            if line.startswith(("| trawl", "| crawler")):
-                print(line)
+        env = {"LOOP_STALLS_OUT": str(out), "LOOP_STALLS_MS": str(args.stall_ms)}
+        run = run_probed("stall_probe", env, args)
         if run.returncode != 0 or not out.exists():
-            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+            failed(run)
         for line in out.read_text().splitlines():
             print("\n".join(summarise(json.loads(line))))
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from bench.probed_speed import add_crawl_options, failed, run_probed
 
 ROOT = Path(__file__).resolve().parent
 NAMES = {
@@ -82,26 +81,13 @@ def summarise(records: list[dict[str, object]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--max-time", type=float, default=60.0)
-    parser.add_argument("--src", type=Path, help="the trawl sources to run (default: these)")
+    add_crawl_options(parser, max_time=60.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as out:
-        src = args.src or ROOT.parent / "src"
-        env = dict(os.environ, WORKER_STAGES_OUT=out)
-        paths = [str(ROOT / "worker_probe"), str(src), str(ROOT.parent)]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        cmd = [sys.executable, "-m", "bench.speed", "--skip-scrapy"]
-        cmd += ["--max-time", str(args.max_time)]
-        if args.quick:
-            cmd.append("--quick")
-        run = subprocess.run(cmd, env=env, cwd=ROOT.parent, capture_output=True, text=True)
-        for line in run.stdout.splitlines():
-            if line.startswith(("| trawl", "| crawler")):
-                print(line)
+        run = run_probed("worker_probe", {"WORKER_STAGES_OUT": out}, args)
         records = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*.json"))]
         if run.returncode != 0 or not records:
-            sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+            failed(run)
         print("\n".join(summarise(records)))
 
 

@@ -8,17 +8,9 @@ and, at exit, unfreezes what trawl froze and collects it: the cycles that freezi
 
 import os
 
+from bench.probe_target import is_crawl
 
-def _is_crawl() -> bool:
-    try:
-        with open("/proc/self/cmdline", "rb") as f:
-            args = f.read().split(b"\0")
-    except OSError:
-        return False
-    return b"crawl" in args and any(a.endswith(b"trawl") for a in args[:3])
-
-
-if os.environ.get("GC_PAUSES_OUT") and _is_crawl():
+if os.environ.get("GC_PAUSES_OUT") and is_crawl():
     import atexit
     import gc
     import json

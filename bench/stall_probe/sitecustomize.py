@@ -13,17 +13,9 @@ $LOOP_STALLS_OUT at exit.
 
 import os
 
+from bench.probe_target import is_crawl
 
-def _is_crawl() -> bool:
-    try:
-        with open("/proc/self/cmdline", "rb") as f:
-            args = f.read().split(b"\0")
-    except OSError:
-        return False
-    return b"crawl" in args and any(a.endswith(b"trawl") for a in args[:3])
-
-
-if os.environ.get("LOOP_STALLS_OUT") and _is_crawl():
+if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     import atexit
     import json
     import sys

@@ -13,16 +13,9 @@ $WORKER_STAGES_OUT/<pid>.json every 20 batches (workers are stopped, not asked t
 
 import os
 
+from bench.probe_target import is_forkserver
 
-def _is_forkserver() -> bool:
-    try:
-        with open("/proc/self/cmdline", "rb") as f:
-            return b"multiprocessing.forkserver" in f.read()
-    except OSError:
-        return False
-
-
-if os.environ.get("WORKER_STAGES_OUT") and _is_forkserver():
+if os.environ.get("WORKER_STAGES_OUT") and is_forkserver():
     import json
     import time
 

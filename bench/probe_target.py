@@ -1,0 +1,21 @@
+"""Which trawl process this is, for the bench probes (bench/probed_speed.py). Imported at
+every Python process's start-up during a probed run: the standard library's os only."""
+
+
+def _args() -> list[bytes]:
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def is_crawl() -> bool:
+    """The `trawl crawl` process (the event loop's)."""
+    args = _args()
+    return b"crawl" in args and any(a.endswith(b"trawl") for a in args[:3])
+
+
+def is_forkserver() -> bool:
+    """The page workers' forkserver, which every worker is forked from."""
+    return any(b"multiprocessing.forkserver" in a for a in _args())
