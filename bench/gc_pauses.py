@@ -19,8 +19,6 @@ from pathlib import Path
 
 from bench.probed_speed import add_crawl_options, failed, run_probed
 
-ROOT = Path(__file__).resolve().parent
-
 
 def summarise(lines: list[str]) -> list[str]:
     out = []

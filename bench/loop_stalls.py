@@ -20,7 +20,6 @@ from pathlib import Path
 
 from bench.probed_speed import add_crawl_options, failed, run_probed
 
-ROOT = Path(__file__).resolve().parent
 # Other threads' innermost frames that mean they were idle (an executor thread waiting for
 # work, the process pool's manager in select): left out of their list.
 IDLE = ("_worker (thread.py:", "wait (threading.py:", "select (selectors.py:")

@@ -1,5 +1,5 @@
 """Which trawl process this is, for the bench probes (bench/probed_speed.py). Imported at
-every Python process's start-up during a probed run: the standard library's os only."""
+every Python process's start-up during a probed run, so it imports nothing."""
 
 
 def _args() -> list[bytes]:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from bench.probed_speed import add_crawl_options, failed, run_probed
 
-ROOT = Path(__file__).resolve().parent
 NAMES = {
     "decode_html": "decode bytes",
     "parse_decoded": "parse HTML (selectolax/Lexbor)",
