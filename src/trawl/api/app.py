@@ -172,18 +172,19 @@ def _add_page_routes(app: FastAPI, view: CrawlView) -> None:
 def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[..., None]) -> None:
     ctx = view.ctx
 
-    def host_record(site: str) -> dict[str, Any] | None:  # on the crawl loop
+    def live_record(site: str) -> dict[str, object] | None:  # CrawlView.read_live
         state = ctx.sites.loaded(site)
-        record = state.to_host_record(ctx.placement.owner) if state else ctx.records.get_host(site)
-        return None if record is None else {**record, "queueLength": ctx.frontier.queued_for(site)}
+        return None if state is None else state.to_host_record(ctx.placement.owner)
 
     @app.get("/v1/hosts/{host}", summary="Politeness state of a site (host or domain)")
     async def get_host(host: str) -> dict[str, Any]:
         site = site_of_host(host)
-        record = await view.on_crawl(lambda: host_record(site))
+        record = await view.read_live(lambda: live_record(site))
+        if record is None:  # not loaded in this run: as last written
+            record = view.records().get_host(site)
         if record is None:
             raise HTTPException(404, f"no host record for {site!r}")
-        return record
+        return {**record, "queueLength": ctx.frontier.queued_for(site)}
 
     @app.put(
         "/v1/hosts/{host}/limits",

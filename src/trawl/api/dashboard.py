@@ -8,8 +8,10 @@ with uPlot vendored beside it: no CDN, so it works on a machine with no way out.
 every 2 s and builds its DOM with textContent only: URLs and error kinds come from the web.
 `/docs` (Swagger UI) is served the same way, from swagger-ui-dist's files in static/.
 
-Who writes what: the crawl loop writes the history; the routes copy it, rank the sites on
-the crawl loop (`CrawlView.on_crawl`), and answer from the API's own thread.
+Who writes what: the crawl loop writes the history and the sites' states; the routes copy
+the history, rank the live site states (`CrawlView.read_live`: each site list is copied in
+one C-level pass, each field read as the crawl last wrote it), and answer from the API's
+own thread.
 """
 
 from __future__ import annotations
@@ -63,15 +65,15 @@ def _add_data_routes(router: APIRouter, view: CrawlView) -> None:
         limit: Annotated[int, Query(ge=1, le=1000)] = 10,
     ) -> list[dict[str, Any]]:
         rank = busiest if sort == "busy" else most_troubled
-        return await view.on_crawl(
-            lambda: rank(ctx.sites.states(), ctx.clock.now(), ctx.frontier.queued_for, limit)
+        return await view.read_live(
+            lambda: rank(list(ctx.sites.states()), ctx.clock.now(), ctx.frontier.queued_for, limit)
         )
 
     @router.get("/v1/errors", summary="The latest page errors across sites, newest first")
     async def get_errors(
         limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     ) -> list[dict[str, Any]]:
-        return await view.on_crawl(lambda: recent_errors(ctx.sites.states(), limit))
+        return await view.read_live(lambda: recent_errors(list(ctx.sites.states()), limit))
 
 
 def _add_page_routes(router: APIRouter) -> None:

@@ -1,7 +1,9 @@
 """The scope routes (issue 16): the scope in force, a URL's check, run-time excludes, skips.
 
-Every route reads or changes the crawl's `ScopeBook` on the crawl loop (`CrawlView.on_crawl`):
-the book, its compiled scope and its skip tally are the crawl's live objects. Reads need no
+The routes read or change the crawl's `ScopeBook` on the crawl loop (`CrawlView.on_crawl`):
+the book and its skip tally are the crawl's live objects. A URL's check alone runs on the
+API's thread (`CrawlView.read_live`): it reads only the compiled scope in force, which is
+never changed in place (a change builds a new one and swaps the reference). Reads need no
 token; adding or lifting an exclude does. A change is applied and made durable on this node
 first (`CrawlContext.add_exclusion`), then, in cluster mode, handed to the other nodes.
 
@@ -114,7 +116,7 @@ def _add_read_routes(router: APIRouter, view: CrawlView) -> None:
             url = normalise_url(request.url, None, ctx.rules)
         except (InvalidUrl, ValueError) as exc:
             raise HTTPException(422, f"not a crawlable URL: {str(exc)[:300]}") from None
-        check = await view.on_crawl(lambda: ctx.scope.current.check(url))
+        check = await view.read_live(lambda: ctx.scope.current.check(url))
         return CheckAnswer(url=url, inScope=check.in_scope, rule=check.rule.value, seed=check.seed)
 
     @router.get("/v1/skipped", summary="What was not queued, and why: counts and the latest")

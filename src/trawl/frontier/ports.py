@@ -120,7 +120,8 @@ class Frontier(Protocol):
         """URLs waiting (not leased), over all sites."""
 
     def queued_for(self, site: str) -> int:
-        """URLs of `site` waiting (not leased)."""
+        """URLs of `site` waiting (not leased). A count in memory: the API's thread reads
+        it too, without the crawl loop (api.crawl_view)."""
 
     def forget_idle_sites(self) -> int:
         """Drop the turn slots of sites with nothing queued; how many."""
