@@ -12,6 +12,7 @@ the changes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -82,12 +83,22 @@ def _queued(data: Path, site: str) -> int:
 def test_changes_survive_a_kill_before_the_crawls_commit(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
-    child = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(data)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert child.returncode == -signal.SIGKILL, child.stderr
-    assert child.stdout.strip() == "made"
+    # Output to files, not pipes, and a session of its own: the child's page workers'
+    # forkserver outlives its kill -9 holding the child's stdout and stderr, and a pipe
+    # then stays open until it exits (the run waited out its timeout, a flaky failure).
+    out, err = tmp_path / "child.out", tmp_path / "child.err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(data)],
+            cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
+        )  # fmt: skip
+        try:
+            returncode = child.wait(timeout=120)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)  # its forkserver, if one outlived it
+    assert returncode == -signal.SIGKILL, err.read_text()
+    assert out.read_text().strip() == "made"
 
     # The calls did not commit the crawl's batch: neither the discovered URL nor the changes'
     # own writes are in the database; the log holds the three changes.
