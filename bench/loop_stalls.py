@@ -7,7 +7,14 @@ in the crawl process: whenever the lag watch's tick is more than `--stall-ms` ov
 thread samples every thread's stack every 5 ms. Prints how many stalls there were and how
 long; how much of their wall time the main thread spent on CPU (the rest it was preempted or
 waited on a lock or the GIL); and where the main thread was, by its innermost frame and by
-trawl's own frames. Loopback only, like bench.speed.
+trawl's own frames, and for the longest stalls the main thread's commonest stacks in each.
+Loopback only, like bench.speed.
+
+The probe is active in a `trawl serve` process too, so the API bench's crawl can be probed
+the same way (its output is read with `summarise` below):
+
+    PYTHONPATH=bench/stall_probe:src:. LOOP_STALLS_OUT=/tmp/stalls.jsonl LOOP_STALLS_MS=100 \
+        python -m bench.api_latency
 """
 
 from __future__ import annotations
@@ -48,6 +55,12 @@ def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]
     for title, counts in (("innermost frame", inner), ("innermost trawl frame", ours)):
         out.append(f"main thread's samples by {title} ({total} in all):")
         out += [f"  {n:5d} {100 * n / total:4.0f} %  {name}" for name, n in counts.most_common(top)]
+    longest = sorted(stalls, key=lambda st: -float(str(st[1])))[:top]
+    if longest and len(longest[0]) > 6:
+        out.append("the longest stalls: at s, overdue ms, the main thread's commonest stacks")
+        for st in longest:
+            where = "; ".join(f"{n}x {w}" for w, n in st[6])  # type: ignore[misc]
+            out.append(f"  {float(str(st[0])):7.1f} {float(str(st[1])):6.0f}  {where}")
     others = [(w, n) for w, n in record["others"] if not str(w).startswith(IDLE)]
     if others:
         out.append("other threads' samples during stalls (idle waits left out):")

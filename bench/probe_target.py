@@ -11,9 +11,9 @@ def _args() -> list[bytes]:
 
 
 def is_crawl() -> bool:
-    """The `trawl crawl` process (the event loop's)."""
+    """The `trawl crawl` or `trawl serve` process (the crawl loop's)."""
     args = _args()
-    return b"crawl" in args and any(a.endswith(b"trawl") for a in args[:3])
+    return (b"crawl" in args or b"serve" in args) and any(a.endswith(b"trawl") for a in args[:3])
 
 
 def is_forkserver() -> bool:

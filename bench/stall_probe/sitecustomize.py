@@ -29,7 +29,8 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     _last = [0.0]
     _samples: Counter[str] = Counter()
     _others: Counter[str] = Counter()
-    # (start s since the first tick, most overdue ms, samples, wall ms, main CPU ms, process CPU ms)
+    # (start s since the first tick, most overdue ms, samples, wall ms, main CPU ms, process CPU
+    # ms, the main thread's 3 commonest trawl stacks in it)
     _stalls: list[tuple[float, float, int, float, float, float]] = []
 
     def _patch() -> None:
@@ -57,14 +58,19 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             frame = frame.f_back
         return f"{inner} | " + " < ".join(names)
 
-    def _sample() -> None:
+    def _sample() -> str:
+        """Count every thread's stack; the main thread's trawl frames, innermost first."""
         frames = sys._current_frames()
         me = threading.get_ident()
+        main = ""
         for ident, frame in frames.items():
             if ident == _main:
-                _samples[_where(frame)] += 1
+                where = _where(frame)
+                _samples[where] += 1
+                main = where.partition(" | ")[2] or where
             elif ident != me:
                 _others[_where(frame)] += 1
+        return main
 
     def _watch() -> None:
         main_clock = time.pthread_getcpuclockid(_main)
@@ -78,19 +84,22 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             t0 = t0 or last
             overdue = (time.perf_counter() - last) * 1000 - _tick_ms[0]
             if overdue > STALL_MS:
-                _sample()
+                main = _sample()
                 if stall is None:
                     cpu = time.clock_gettime(main_clock)
                     stall = [last - t0, 0.0, 0, time.perf_counter(), cpu, time.process_time()]
+                    stall_where = Counter()
                 stall[1] = overdue
                 stall[2] += 1
+                stall_where[main] += 1
             elif stall is not None:
                 wall = (time.perf_counter() - stall[3]) * 1000
                 main_cpu = (time.clock_gettime(main_clock) - stall[4]) * 1000
                 cpu = (time.process_time() - stall[5]) * 1000
                 start, most, n = stall[:3]
                 _stalls.append((round(start, 2), round(most, 1), int(n), round(wall, 1),
-                                round(main_cpu, 1), round(cpu, 1)))  # fmt: skip
+                                round(main_cpu, 1), round(cpu, 1),
+                                stall_where.most_common(3)))  # fmt: skip
                 stall = None
 
     def _dump() -> None:
