@@ -127,3 +127,49 @@ def test_a_restart_starts_the_wal_over_at_the_first_try(tmp_path: Path) -> None:
     assert sum(ran) >= 5
     pairs = sum(1 for a, b in itertools.pairwise(ran) if a and b)
     assert pairs == 0, ran
+
+
+def test_the_restart_comes_right_after_the_threads_copy_with_a_small_commit(tmp_path: Path) -> None:
+    """With `restart_soon` set, the owner commits as soon as a thread's checkpoint has copied
+    the WAL past its bound, and the restart copies only that commit's pages: the crawl's
+    regular commits (each ~25 pages here) no longer restart the WAL themselves."""
+    db = tmp_path / "crawl.db"
+
+    async def crawl_like() -> tuple[WalCheckpoints, list[int], int, int]:
+        conn, wal = _table_with_wal(db, restart_frames=200)
+        early: list[int] = []
+        largest = 0
+
+        def commit_now() -> None:  # what Durability does: commit, then the restart check
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+            before = wal.restarts
+            wal.after_commit(conn)
+            early.append(wal.restarts - before)
+
+        wal.restart_soon = commit_now
+        regular = 0
+        for _ in range(120):
+            _commit_rows(conn)
+            before = wal.restarts
+            wal.after_commit(conn)
+            regular += wal.restarts - before
+            wal.start()
+            conn.execute("BEGIN")  # the crawl's next outcome writes at once
+            conn.execute("INSERT INTO t(v) VALUES (?)", (b"x",))
+            await asyncio.sleep(0.005)  # the thread's checkpoint ends meanwhile
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+            largest = max(largest, (tmp_path / "crawl.db-wal").stat().st_size // 4096)
+        await wal.close()
+        conn.close()
+        return wal, early, regular, largest
+
+    wal, early, regular, largest = asyncio.run(crawl_like())
+    assert sum(early) >= 5
+    assert regular == 0
+    assert wal.restarts == sum(early)
+    assert largest < 4 * 200  # pages: near the bound, as with restarts at the commits
+    check = sqlite3.connect(db)
+    assert check.execute("SELECT count(*) FROM t").fetchone()[0] == 120 * 51
+    check.close()

@@ -102,6 +102,8 @@ class Durability:
         self._replaying = False
         self._last_checkpoint = clock.now()
         self._wal = WalCheckpoints.take_over(conn)
+        if self._wal is not None:
+            self._wal.restart_soon = self._commit_for_restart
         self._closed = False
 
     def commit(self, *, hosts: bool = False) -> None:
@@ -109,6 +111,12 @@ class Durability:
         with `hosts=True`)."""
         self._sites.write_changed(None if hosts else self._host_share())
         self._commit_written()
+
+    def _commit_for_restart(self) -> None:
+        """Commit now, between two commits, so that the WAL's restart copies only what was
+        written since the last one (the thread has copied the rest)."""
+        if not self._closed and not self._run.stopping:
+            self._commit_written()
 
     def _commit_written(self) -> None:
         self._commit_pending()

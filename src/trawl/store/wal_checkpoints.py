@@ -17,6 +17,12 @@ How this works:
   `restart_frames`, `after_commit()` checkpoints on the crawl's own connection, between the
   commit and the next transaction: the thread has copied almost everything already, so
   this is the last commit's frames and two small fsyncs, once in a while.
+- That restart's copy is of what was written since the thread's last checkpoint, and with
+  a commit interval's worth (~5 MB) it held the loop for 89-133 ms, up to ~400 ms under the
+  API bench (issue 17, bench.loop_steps). So when a thread's checkpoint ends with the WAL
+  past its bound, `restart_soon` asks the owner to commit at once: the restart that follows
+  copies only what was written while the thread worked (that commit and the restart
+  together took 40-75 ms in two 90 s crawls of the bench web).
 - The thread's checkpoint must not run while the crawl begins that next transaction: a
   checkpoint in progress keeps the WAL from starting over, so the restart's copy and fsyncs
   (~35 ms on the crawl's loop on the full bench web) were done twice, on two commits in a
@@ -31,6 +37,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +61,10 @@ class WalCheckpoints:
         self.background = 0  # checkpoints run on the thread
         self.restarts = 0  # checkpoints run on the crawl's connection to start the WAL over
         self._restarting = False  # a restart ran: the next start() waits a turn
+        # Called on the loop when a thread's checkpoint has copied the WAL past its bound:
+        # the owner commits what it has written since, and `after_commit` then restarts the
+        # WAL with only that little left to copy (see `restart_soon`).
+        self.restart_soon: Callable[[], None] | None = None
 
     @classmethod
     def take_over(cls, conn: sqlite3.Connection) -> WalCheckpoints | None:
@@ -127,6 +141,8 @@ class WalCheckpoints:
             return
         self.background += 1
         self.frames = done.result()[1]
+        if self.restart_soon is not None and self.frames >= self._restart_frames:
+            self.restart_soon()
 
     def __repr__(self) -> str:
         return (
