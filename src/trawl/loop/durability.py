@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import weakref
 from typing import TYPE_CHECKING
 
 from trawl.store.operator_log import note_applied
@@ -36,7 +37,7 @@ from trawl.store.wal_checkpoints import WalCheckpoints
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from trawl.clock import Clock
     from trawl.fetch.ports import Fetcher
@@ -55,6 +56,21 @@ if TYPE_CHECKING:
 
 HOST_WRITE_INTERVAL_S = 15.0
 HOST_WRITE_SLICES = 5  # shares of host records written a commit interval (see above)
+
+
+def _weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """`method` called through a weak reference to its object: a hook the object hands to
+    one of its own parts must not make a cycle, or the crawl's whole context (~30,000
+    objects on the quick bench web) waits for a full collection, and a frozen one
+    (loop.gc_tuning) is never freed."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
 
 
 def checkpoint_due(now: float, last_checkpoint: float, interval_s: float) -> bool:
@@ -103,7 +119,7 @@ class Durability:
         self._last_checkpoint = clock.now()
         self._wal = WalCheckpoints.take_over(conn)
         if self._wal is not None:
-            self._wal.restart_soon = self._commit_for_restart
+            self._wal.restart_soon = _weakly(self._commit_for_restart)
         self._closed = False
 
     def commit(self, *, hosts: bool = False) -> None:
