@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 
-from bench.probed_speed import add_crawl_options, failed, run_probed
+from bench.probed_speed import add_crawl_options, probe_lines
 
 
 def summarise(lines: list[str]) -> list[str]:
@@ -43,13 +41,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_crawl_options(parser, max_time=90.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "gc.jsonl"
-        run = run_probed("gc_probe", {"GC_PAUSES_OUT": str(out)}, args)
-        if run.returncode != 0 or not out.exists():
-            failed(run)
-        for line in summarise(out.read_text().splitlines()):
-            print(line)
+    for line in summarise(probe_lines("gc_probe", "GC_PAUSES_OUT", args)):
+        print(line)
 
 
 if __name__ == "__main__":

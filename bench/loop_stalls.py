@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from collections import Counter
-from pathlib import Path
 
-from bench.probed_speed import add_crawl_options, failed, run_probed
+from bench.probed_speed import add_crawl_options, probe_lines
 
 # Other threads' innermost frames that mean they were idle (an executor thread waiting for
 # work, the process pool's manager in select): left out of their list.
@@ -73,14 +71,9 @@ def main() -> None:
     add_crawl_options(parser, max_time=90.0)
     parser.add_argument("--stall-ms", type=float, default=40.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "stalls.jsonl"
-        env = {"LOOP_STALLS_OUT": str(out), "LOOP_STALLS_MS": str(args.stall_ms)}
-        run = run_probed("stall_probe", env, args)
-        if run.returncode != 0 or not out.exists():
-            failed(run)
-        for line in out.read_text().splitlines():
-            print("\n".join(summarise(json.loads(line))))
+    env = {"LOOP_STALLS_MS": str(args.stall_ms)}
+    for line in probe_lines("stall_probe", "LOOP_STALLS_OUT", args, env):
+        print("\n".join(summarise(json.loads(line))))
 
 
 if __name__ == "__main__":

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 
-from bench.probed_speed import add_crawl_options, failed, run_probed
+from bench.probed_speed import add_crawl_options, probe_lines
 
 STEPS = (
     "trawl.loop.durability:Durability.commit",
@@ -67,13 +65,8 @@ def main() -> None:
     add_crawl_options(parser, max_time=90.0)
     parser.add_argument("--steps", default=",".join(STEPS))
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "steps.jsonl"
-        run = run_probed("step_probe", {"LOOP_STEPS_OUT": str(out), "LOOP_STEPS": args.steps}, args)
-        if run.returncode != 0 or not out.exists():
-            failed(run)
-        for line in out.read_text().splitlines():
-            print("\n".join(summarise(json.loads(line)["calls"], args.max_time)))
+    for line in probe_lines("step_probe", "LOOP_STEPS_OUT", args, {"LOOP_STEPS": args.steps}):
+        print("\n".join(summarise(json.loads(line)["calls"], args.max_time)))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -46,3 +47,16 @@ def run_probed(
 
 def failed(run: subprocess.CompletedProcess[str]) -> NoReturn:
     sys.exit(f"bench.speed failed (exit {run.returncode}): {run.stderr[-2000:]}")
+
+
+def probe_lines(
+    probe: str, out_var: str, args: argparse.Namespace, env: dict[str, str] | None = None
+) -> list[str]:
+    """Run the crawl with bench/`probe`, which writes JSON lines to the file that $`out_var`
+    names, and return those lines; exit with the crawl's error if it failed or wrote none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "probe.jsonl"
+        run = run_probed(probe, {out_var: str(out), **(env or {})}, args)
+        if run.returncode != 0 or not out.exists():
+            failed(run)
+        return out.read_text().splitlines()
