@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trawl.api.stats_history import StatsHistory, StatsSample, count_by_class
+from trawl.politeness.site_clock import is_parked
 from trawl.store.layout import DB_NAME, WARC_DIR
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
@@ -97,7 +98,7 @@ def site_counts(ctx: CrawlContext) -> dict[str, int]:
         clock = state.clock
         if state.paused:
             paused += 1
-        elif clock.parked_until is not None and clock.parked_until > now:
+        elif is_parked(clock.parked_until, now):
             parked += 1
         elif clock.consecutive_failures:
             backing_off += 1

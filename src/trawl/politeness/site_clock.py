@@ -130,8 +130,14 @@ class SiteClockStats:
     parked_until: float | None
 
 
+def is_parked(parked_until: float | None, now: float) -> bool:
+    """Is a site parked at `now`, by its clock's (or a stats copy's) `parked_until`?"""
+    return parked_until is not None and now < parked_until
+
+
 # Mutable: each SiteClock is owned by the one shell task that holds its site (the site's
 # owning machine); it alone writes, and it reads the clock only between its own awaits.
+# The API's thread reads it too, field by field, and never writes (api.crawl_view).
 @dataclass(slots=True)
 class SiteClock:
     """The politeness clock of one registered domain."""
@@ -151,7 +157,7 @@ class SiteClock:
         """May a request to this site start at `now`?"""
         if self.in_flight or now < self.next_allowed_at:
             return False
-        return self.parked_until is None or now >= self.parked_until
+        return not is_parked(self.parked_until, now)
 
     def start(self, now: float) -> None:
         """Mark a request as started; raises RuntimeError if the clock is not ready."""

@@ -63,7 +63,7 @@ class WalCheckpoints:
         self._restarting = False  # a restart ran: the next start() waits a turn
         # Called on the loop when a thread's checkpoint has copied the WAL past its bound:
         # the owner commits what it has written since, and `after_commit` then restarts the
-        # WAL with only that little left to copy (see `restart_soon`).
+        # WAL with only that little left to copy (the module's docstring says why).
         self.restart_soon: Callable[[], None] | None = None
 
     @classmethod
