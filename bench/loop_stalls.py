@@ -57,7 +57,7 @@ def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]
     if longest and len(longest[0]) > 6:
         out.append("the longest stalls: at s, overdue ms, the main thread's commonest stacks")
         for st in longest:
-            where = "; ".join(f"{n}x {w}" for w, n in st[6])  # type: ignore[misc]
+            where = "; ".join(f"{n}x {w}" for w, n in st[6])  # type: ignore[attr-defined]
             out.append(f"  {float(str(st[0])):7.1f} {float(str(st[1])):6.0f}  {where}")
     others = [(w, n) for w, n in record["others"] if not str(w).startswith(IDLE)]
     if others:

@@ -31,7 +31,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     _others: Counter[str] = Counter()
     # (start s since the first tick, most overdue ms, samples, wall ms, main CPU ms, process CPU
     # ms, the main thread's 3 commonest trawl stacks in it)
-    _stalls: list[tuple[float, float, int, float, float, float]] = []
+    _stalls: list[tuple[float, float, int, float, float, float, list[tuple[str, int]]]] = []
 
     def _patch() -> None:
         from trawl.loop import lag
@@ -47,7 +47,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
 
     def _where(frame) -> str:  # type: ignore[no-untyped-def]
         inner = None
-        names = []
+        names: list[str] = []
         while frame is not None and len(names) < 4:
             code = frame.f_code
             path = code.co_filename
@@ -88,7 +88,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
                 if stall is None:
                     cpu = time.clock_gettime(main_clock)
                     stall = [last - t0, 0.0, 0, time.perf_counter(), cpu, time.process_time()]
-                    stall_where = Counter()
+                    stall_where: Counter[str] = Counter()
                 stall[1] = overdue
                 stall[2] += 1
                 stall_where[main] += 1

@@ -18,14 +18,16 @@ if os.environ.get("LOOP_STEPS_OUT") and is_crawl():
     import json
     import threading
     import time
+    from collections.abc import Callable
+    from typing import Any
 
     _main = threading.main_thread().ident
     _calls: dict[str, list[tuple[float, float]]] = {}  # name: [(wall ms, CPU ms)]
 
-    def _wrap(name, original):  # type: ignore[no-untyped-def]
+    def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         calls = _calls.setdefault(name, [])
 
-        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+        def timed(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() != _main:
                 return original(*args, **kwargs)
             w0, c0 = time.perf_counter(), time.thread_time()
