@@ -48,6 +48,7 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 MAX_ATTEMPTS = 3  # pools one call may break before it is taken for a bug
 WARM_UP_S = 0.02
 WORKER_NICENESS = 10
+MAX_PAGE_WORKERS = 2
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -79,6 +80,27 @@ def die_with_parent() -> None:
         return  # refused: the old behaviour, no worse
     if os.getppid() != parent:
         os._exit(0)
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def page_workers(cpus: int) -> int:
+    """How many page workers a crawl starts with `cpus` usable cores: one core is the
+    crawl loop's, the rest work pages, at most `MAX_PAGE_WORKERS`.
+
+    A page costs a worker about what it costs the loop (~3 ms each, bench/RESULTS.md), so
+    one worker keeps pace with the one loop; a second absorbs slow pages where a core is
+    left for it. On 2 cores it had none: the two workers and the loop took turns on them,
+    and the loop, the crawl's bottleneck, lagged (issue 17: `python -m bench.speed
+    --skip-scrapy --max-time 90`, four pairs, one worker against two: lag p99 <= 40 ms
+    against <= 50-75, CPU a page lower, pages a second the same; figures in RESULTS)."""
+    return max(1, min(MAX_PAGE_WORKERS, cpus - 1))
 
 
 def yield_cpu_to_the_loop() -> None:

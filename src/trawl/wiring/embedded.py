@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +28,7 @@ from trawl.loop.placement import EmbeddedPlacement
 from trawl.loop.policy import LoopPolicy, RobotsPolicy, RunLimits, SitemapPolicy, StorePolicy
 from trawl.loop.run_state import RunState
 from trawl.loop.stats import CrawlStats
-from trawl.loop.workers import WorkerPool, start_process_pool
+from trawl.loop.workers import WorkerPool, page_workers, start_process_pool, usable_cpus
 from trawl.parse.page_work import init_worker, process_pages
 from trawl.politeness.ip_gate import IpGate
 from trawl.politeness.site_book import SiteBook
@@ -159,7 +158,7 @@ def build_context(
             software=f"trawl/{__version__}",
         )
     records = records or SqliteRecords(conn)
-    workers = max(1, min(2, os.cpu_count() or 1))
+    workers = page_workers(usable_cpus())
     pool = cpu_pool or WorkerPool(
         functools.partial(start_process_pool, workers, init_worker, (rules,))
     )
