@@ -7,6 +7,7 @@ connections never stalls on it; everything it takes and returns is picklable.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, NamedTuple
 
@@ -60,6 +61,11 @@ class FoundLink(NamedTuple):
     site: str
 
 
+# FoundLink from a plain tuple in C: `FoundLink._make` is a Python call a link (~0.3 µs; a
+# page's 48 links took 23 against 10 µs), run on the crawl process as results arrive.
+_found_link = functools.partial(tuple.__new__, FoundLink)
+
+
 class PageOutput(NamedTuple):
     content_hash: str
     warc_record: EncodedRecord | None  # the gzip member to append, None when not stored
@@ -89,7 +95,7 @@ class PageOutput(NamedTuple):
 
 
 def _page_output(*fields: Any) -> PageOutput:
-    links = tuple(map(FoundLink._make, fields[2]))
+    links = tuple(map(_found_link, fields[2]))
     return PageOutput._make((*fields[:2], links, *fields[3:]))
 
 
