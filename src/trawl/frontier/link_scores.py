@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from trawl.parse.page_work import FoundLink
 
 _MIN_PAGES_TO_RESCORE = 15
+# Entries of new URLs by what scores them: a page's new links share its score, and most
+# have one in-link at one of a few depths, so a page's second such link costs a lookup
+# (issue 17). Emptied when full; an entry is a few hundred bytes.
+_ENTRY_MEMO_SIZE = 4096
 _TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)
 
 
@@ -43,6 +47,7 @@ class LinkScores:
         self.policy = policy or ScoringPolicy()
         self.damaged_file = False
         self.counter = self._load()
+        self._new_entries: dict[tuple[int, int, float, int, int], tuple[float, str, Line]] = {}
 
     def _load(self) -> InLinkCounter:
         try:
@@ -84,15 +89,21 @@ class LinkScores:
         self, link: FoundLink, pages: int, sites: int, parent_score: float, site_referrers: int
     ) -> tuple[float, str, Line]:
         """(score, parts JSON, line) of a newly discovered URL."""
-        parts = score_link(
-            inlink_pages=pages,
-            inlink_sites=sites,
-            parent_score=parent_score,
-            site_referrers=site_referrers,
-            depth=path_depth(link.url),
-            policy=self.policy,
-        )
-        return self._entry_of(parts)
+        key = (pages, sites, parent_score, site_referrers, path_depth(link.url))
+        entry = self._new_entries.get(key)
+        if entry is None:
+            if len(self._new_entries) >= _ENTRY_MEMO_SIZE:
+                self._new_entries.clear()
+            parts = score_link(
+                inlink_pages=pages,
+                inlink_sites=sites,
+                parent_score=parent_score,
+                site_referrers=site_referrers,
+                depth=key[4],
+                policy=self.policy,
+            )
+            entry = self._new_entries[key] = self._entry_of(parts)
+        return entry
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""

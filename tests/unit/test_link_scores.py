@@ -1,0 +1,68 @@
+"""New URLs' score entries (frontier.link_scores.LinkScores.score_new) and their memo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trawl.frontier import link_scores
+from trawl.frontier.link_scores import LinkScores
+from trawl.frontier.scoring import ScoringPolicy, is_fast, path_depth, score_link
+from trawl.model import Line
+from trawl.parse.page_work import FoundLink
+
+_URLS = [
+    "http://a.test/",
+    "http://a.test/x.html",
+    "http://a.test/s/x.html",
+    "http://b.test/s/t/u/v.html",
+]
+
+_links = st.tuples(
+    st.sampled_from(_URLS),
+    st.integers(0, 70),  # pages
+    st.integers(0, 9),  # sites
+    st.sampled_from([0.0, 1.25, 4.0, 4.5, 7.75]),  # parent score
+    st.integers(0, 70),  # site referrers
+)
+
+
+def _expected(url: str, pages: int, sites: int, parent: float, referrers: int):
+    policy = ScoringPolicy()
+    parts = score_link(
+        inlink_pages=pages,
+        inlink_sites=sites,
+        parent_score=parent,
+        site_referrers=referrers,
+        depth=path_depth(url),
+        policy=policy,
+    )
+    total = parts.total()
+    return total, parts.to_json_text(), Line.FAST if is_fast(total, policy) else Line.SLOW
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_links, min_size=1, max_size=60))
+def test_issue_17_memoised_entries_are_the_computed_ones(tmp_path_factory, links) -> None:
+    # A memo of 8 entries: the stream fills and empties it several times over.
+    path = Path(tmp_path_factory.mktemp("scores")) / "inlinks.bin"
+    scores = LinkScores(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(link_scores, "_ENTRY_MEMO_SIZE", 8)
+        for url, pages, sites, parent, referrers in links:
+            link = FoundLink(url, "0" * 32, url.split("/")[2])
+            got = scores.score_new(link, pages, sites, parent, referrers)
+            assert got == _expected(url, pages, sites, parent, referrers)
+            assert len(scores._new_entries) <= 8
+
+
+def test_issue_17_a_page_s_second_like_link_is_a_memo_hit(tmp_path: Path) -> None:
+    scores = LinkScores(tmp_path / "inlinks.bin")
+    first = scores.score_new(FoundLink(_URLS[1], "1" * 32, "a.test"), 1, 0, 4.5, 3)
+    second = scores.score_new(FoundLink("http://a.test/y.html", "2" * 32, "a.test"), 1, 0, 4.5, 3)
+    assert second is first  # same key (same depth): the stored entry, not a new one
+    deeper = scores.score_new(FoundLink(_URLS[2], "3" * 32, "a.test"), 1, 0, 4.5, 3)
+    assert deeper[0] < first[0]  # one level deeper scores lower
