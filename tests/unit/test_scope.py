@@ -438,3 +438,50 @@ def test_a_known_site_decides_as_a_computed_one() -> None:
     for url, site in (("https://x.b.co.uk/a", "b.co.uk"), ("https://example.org/x", "example.org"),
                       ("https://c.test/", "c.test")):  # fmt: skip
         assert scope.decide(url, AT_SEED, site) == scope.decide(url, AT_SEED)
+
+
+_SEED_URLS = ["https://a.test/", "https://b.test/x/", "https://c.test/y.html"]
+_LINK_URLS = [*_SEED_URLS, "https://a.test/z", "https://d.test/tag/1", "https://b.test/x/deep/q"]
+
+
+@given(
+    kinds=st.lists(st.sampled_from(list(ScopeType)), min_size=0, max_size=3),
+    max_depth=st.sampled_from([0, 0, 2]),
+    seed_excludes=st.booleans(),
+    crawl_excludes=st.booleans(),
+    source=st.builds(
+        Standing,
+        st.integers(0, 3),
+        st.integers(0, 5),
+        st.integers(0, 1),
+        st.booleans(),
+    ),
+)
+def test_issue_17_a_page_s_uniform_decision_is_what_decide_answers(
+    kinds: list[ScopeType],
+    max_depth: int,
+    seed_excludes: bool,
+    crawl_excludes: bool,
+    source: Standing,
+) -> None:
+    seeds = [
+        SeedScope(
+            url,
+            kind,
+            include=("/x/",) if kind is ScopeType.CUSTOM else (),
+            exclude=("/tag/",) if seed_excludes else (),
+            max_depth=max_depth,
+        )
+        for url, kind in zip(_SEED_URLS, kinds, strict=False)
+    ]
+    scope = CrawlScope(seeds, ("/tag/",) if crawl_excludes else ())
+    uniform = scope.uniform_link_decision(source)
+    for url in _LINK_URLS:
+        if uniform is not None and not scope.is_seed_url(url):
+            assert uniform == scope.decide(url, source), url
+    # The default scope (one `any` seed, nothing else) has one: the intake's fast path.
+    default = CrawlScope([SeedScope("https://a.test/")])
+    assert default.uniform_link_decision(Standing(0, 1)) == default.decide(
+        "https://e.test/", Standing(0, 1)
+    )
+    assert default.uniform_link_decision(Standing(0, 1, leaf=True)) is None

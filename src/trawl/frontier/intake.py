@@ -130,8 +130,12 @@ class Intake:
         scope = self._scope.current
         standing = Standing.unpack(source.standing)
         rescore = self._rescore_pending
+        uniform = scope.uniform_link_decision(standing)
         for link, (pages, sites) in zip(links, counts, strict=True):
-            decision = scope.decide(link.url, standing, link.site)
+            if uniform is None or scope.is_seed_url(link.url):
+                decision = scope.decide(link.url, standing, link.site)
+            else:
+                decision = uniform
             if decision.standing is None:
                 self._note(link.url, link.url_hash, decision, source.url)
                 continue
