@@ -332,3 +332,59 @@ def test_split_is_urlsplit_on_cleaned_text(raw: str) -> None:
     except InvalidUrl:
         got = None
     assert got == expected
+
+
+# Texts near the fast path's edge: plain links, and the characters that must send one to
+# the full path (case, escapes, spaces and controls, "//", ":", "@", "[", "\\", ";").
+_NEAR_PLAIN = st.one_of(
+    st.tuples(
+        st.sampled_from(["http://", "https://", "HTTP://", "http:", "//", "/", "", "./", "../"]),
+        st.text(alphabet="aZ09.-_~/?=&#:%@[]\\; \t\né", max_size=24),
+    ).map("".join),
+    _URLS,
+    _PIECE,
+)
+_FAST_BASES = st.sampled_from(
+    [
+        "http://example.com/a/b?c=d",
+        "https://[::1]:8443/x/",
+        "http://h",
+        "http://H.test:80/%7eu/a;jsessionid=1/p",
+        "mailto:x@y",
+        "",
+    ]
+)
+
+
+def _outcome(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args)
+    except InvalidUrl as exc:
+        return ("InvalidUrl", str(exc))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_NEAR_PLAIN, st.one_of(st.none(), _FAST_BASES))
+def test_issue_17_the_fast_path_answers_as_the_full_one(raw: str, base: str | None) -> None:
+    """`normalise_url`'s one-match fast path against the full clean-split-resolve path:
+    the same URL, or the same InvalidUrl message."""
+    from trawl.urls.normalise import _normalise_any
+
+    short = NormaliseRules(max_length=40)
+    for rules in (DEFAULT_RULES, short):
+        fast = _outcome(normalise_url, raw, base, rules)
+        assert fast == _outcome(_normalise_any, raw, base, rules), (raw, base)
+
+
+def test_issue_17_usual_links_take_the_fast_path() -> None:
+    from trawl.urls.normalise import _PLAIN
+
+    usual = [
+        "../sec2/p7.html",
+        "/sec3/p3.html",
+        "p41.html?utm_source=x&utm_medium=y",
+        "http://S01691.BENCH/sec3/p28.html#s2",
+        "http://s01691.bench:80/sec3/p8.html",
+    ]
+    for href in usual:
+        assert _PLAIN.match(href) is not None, href

@@ -325,12 +325,42 @@ def _resolve(
     return b_scheme, b_netloc, path, query
 
 
+# The usual link, read in one match (`normalise_url`'s fast path): an absolute URL with a
+# lowercase http(s) scheme and a plain host[:port], or a relative path that is not a
+# network-path reference; a path and a query of characters that need no escaping and no
+# cleaning; any fragment (dropped). Nothing that `_clean` would change matches, except
+# inside the fragment.
+_PLAIN = re.compile(
+    r"(?:(https?)://([A-Za-z0-9.\-]+(?::[0-9]*)?)(?=[/?#]|\Z))?"
+    r"((?!//)[A-Za-z0-9\-._~/]*)"
+    r"(?:\?([A-Za-z0-9\-._~=&]*))?"
+    r"(?:#.*)?\Z",
+    re.S,
+)
+
+
 def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEFAULT_RULES) -> str:
     """Normalise `raw` (resolved against `base` when relative) into one canonical http(s) URL.
 
     Raises InvalidUrl, naming the value, for other schemes, a missing or bad host or port,
     a relative URL without a usable base, or a result longer than `rules.max_length`.
     """
+    plain = _PLAIN.match(raw) if len(raw) <= 4 * rules.max_length else None
+    if plain is not None:
+        scheme, netloc, path, query = plain.groups("")
+        if scheme:
+            return _rebuilt(raw, scheme, netloc, path, query, rules)
+        if path and base is not None:
+            # `_resolve` for a relative path with no scheme or authority of its own.
+            scheme, netloc, b_path, _ = _split_base(base)
+            if not path.startswith("/"):
+                path = b_path[: b_path.rfind("/") + 1] + path
+            return _rebuilt(raw, scheme, netloc, path, query, rules)
+    return _normalise_any(raw, base, rules)
+
+
+def _normalise_any(raw: str, base: str | None, rules: NormaliseRules) -> str:
+    """`normalise_url` for any text: cleaned and split in full."""
     text = _clean(raw)
     if len(text) > 4 * rules.max_length:
         # Normalising never shrinks a URL this much; refuse before doing any work on it.
@@ -350,6 +380,13 @@ def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEF
         raise InvalidUrl(f"{raw!r} is not an http(s) URL ({what})")
     if not netloc:
         raise InvalidUrl(f"{raw!r} has no host")
+    return _rebuilt(raw, scheme, netloc, path, query, rules)
+
+
+def _rebuilt(
+    raw: str, scheme: str, netloc: str, path: str, query: str, rules: NormaliseRules
+) -> str:
+    """The URL from its resolved parts, each normalised (see the module docstring)."""
     try:
         authority = _authority(scheme, netloc)
     except InvalidUrl as exc:
