@@ -66,3 +66,37 @@ def test_issue_17_a_page_s_second_like_link_is_a_memo_hit(tmp_path: Path) -> Non
     assert second is first  # same key (same depth): the stored entry, not a new one
     deeper = scores.score_new(FoundLink(_URLS[2], "3" * 32, "a.test"), 1, 0, 4.5, 3)
     assert deeper[0] < first[0]  # one level deeper scores lower
+
+
+_HASHES = [f"{n:032x}" for n in (1, 2, 3 << 100, 5 << 64)]
+_PARTS = [
+    '{"inlinkPages":1.0,"inlinkSites":0.0,"parent":1.125,"sitePopularity":0.5,'
+    '"depth":-1.0,"boost":0.0,"total":1.625}',
+    '{"inlinkPages":0.0,"inlinkSites":0.0,"parent":0.0,"sitePopularity":0.0,'
+    '"depth":0.0,"boost":8.0,"total":8.0}',
+    "not json",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.booleans(), st.booleans()),
+        min_size=1,
+        max_size=80,
+    )
+)
+def test_issue_17_memoised_rescores_are_the_computed_ones(tmp_path_factory, ops) -> None:
+    path = Path(tmp_path_factory.mktemp("scores")) / "inlinks.bin"
+    scores = LinkScores(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(link_scores, "_ENTRY_MEMO_SIZE", 4)
+        for which, parts, add, other_site in ops:
+            url_hash = _HASHES[which]
+            if add:  # the counts move between re-scores of the same URL
+                target_site = "dst.test" if other_site else "src.test"
+                scores.counter.add_page_links("src.test", [url_hash], [target_site])
+            pages, sites = scores.counter.estimate(url_hash)
+            expected = scores._rescore(_PARTS[parts], pages, sites)
+            assert scores.rescored(url_hash, _PARTS[parts]) == expected
+            assert len(scores._rescored_entries) <= 4

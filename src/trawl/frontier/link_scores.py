@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from trawl.parse.page_work import FoundLink
 
 _MIN_PAGES_TO_RESCORE = 15
-# Entries of new URLs by what scores them: a page's new links share its score, and most
-# have one in-link at one of a few depths, so a page's second such link costs a lookup
-# (issue 17). Emptied when full; an entry is a few hundred bytes.
+# Entries of new and re-scored URLs by what scores them: a page's new links share its
+# score, and most have one in-link at one of a few depths, so a page's second such link
+# costs a lookup (issue 17). Emptied when full; an entry is a few hundred bytes.
 _ENTRY_MEMO_SIZE = 4096
 _TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)
 
@@ -48,6 +48,7 @@ class LinkScores:
         self.damaged_file = False
         self.counter = self._load()
         self._new_entries: dict[tuple[int, int, float, int, int], tuple[float, str, Line]] = {}
+        self._rescored_entries: dict[tuple[str, int, int], tuple[float, str, Line]] = {}
 
     def _load(self) -> InLinkCounter:
         try:
@@ -107,11 +108,25 @@ class LinkScores:
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""
+        pages, sites = self.counter.estimate(url_hash)
+        # Queued URLs scored alike store the same parts text (the new-entry memo's keys):
+        # re-scored to the same counts, they get the same entry.
+        key = (stored_parts, pages, sites)
+        entry = self._rescored_entries.get(key)
+        if entry is None:
+            entry = self._rescore(stored_parts, pages, sites)
+            if entry is None:
+                return None
+            if len(self._rescored_entries) >= _ENTRY_MEMO_SIZE:
+                self._rescored_entries.clear()
+            self._rescored_entries[key] = entry
+        return entry
+
+    def _rescore(self, stored_parts: str, pages: int, sites: int) -> tuple[float, str, Line] | None:
         try:
             parts = ScoreParts.from_json_text(stored_parts)
         except (ValueError, TypeError, AttributeError):
             return None
-        pages, sites = self.counter.estimate(url_hash)
         fresh = score_link(
             inlink_pages=pages,
             inlink_sites=sites,
