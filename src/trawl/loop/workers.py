@@ -98,8 +98,8 @@ def page_workers(cpus: int) -> int:
     one worker keeps pace with the one loop; a second absorbs slow pages where a core is
     left for it. On 2 cores it had none: the two workers and the loop took turns on them,
     and the loop, the crawl's bottleneck, lagged (issue 17: `python -m bench.speed
-    --skip-scrapy --max-time 90`, four pairs, one worker against two: lag p99 <= 40 ms
-    against <= 50-75, CPU a page lower, pages a second the same; figures in RESULTS)."""
+    --skip-scrapy --max-time 90`, four pairs, one worker against two: lag p99 <= 40 ms in
+    all four against <= 40-75, 8.5 % less CPU a page, as many pages a second; RESULTS)."""
     return max(1, min(MAX_PAGE_WORKERS, cpus - 1))
 
 
