@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -29,7 +30,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_BYTES = 100_000
@@ -227,7 +231,29 @@ def _child(args: argparse.Namespace) -> None:
 # --- the driver ------------------------------------------------------------------------------
 
 
-def _measure(src: Path, args: argparse.Namespace, port: int) -> dict[str, Any]:
+@contextlib.contextmanager
+def served() -> Iterator[int]:
+    """The bench server (`--serve`), a process of its own, for as long as the block runs;
+    yields its port."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.fetch_bench", "--serve"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        yield int(server.stdout.readline())
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+def measure(src: Path, args: argparse.Namespace, port: int) -> dict[str, Any]:
+    """One measured child (`--part`, `--pages`, `--concurrency`, `--hosts`, `--rate` from
+    `args`) on `src`'s trawl against the server on `port`."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [
         sys.executable,
@@ -273,16 +299,7 @@ def main() -> None:
     if args.child:
         _child(args)
         return
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench.fetch_bench", "--serve"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
+    with served() as port:
         variants = {"new": ROOT / "src"}
         if args.base is not None:
             variants = {"base": args.base, **variants}
@@ -291,11 +308,7 @@ def main() -> None:
             # Alternate which goes first, so neither always follows the other's leftovers.
             order = list(variants.items())[:: 1 if round_no % 2 == 0 else -1]
             for name, src in order:
-                runs[name].append(_measure(src, args, port))
-    finally:
-        assert server.stdin is not None
-        server.stdin.close()
-        server.wait(timeout=10)
+                runs[name].append(measure(src, args, port))
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True,

@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import cast
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.fetch_bench import ROOT, measure, served
 
 
 class _Connection(asyncio.Protocol):
@@ -100,16 +96,6 @@ async def _run(port: int, pages: int, concurrency: int, hosts: int) -> float:
     return (time.process_time() - cpu0) / pages * 1e6
 
 
-def _aiohttp_round(port: int, args: argparse.Namespace) -> float:
-    cmd = [
-        sys.executable, "-m", "bench.fetch_bench", "--child", "--part", "fetch",
-        "--port", str(port), "--pages", str(args.pages),
-        "--concurrency", str(args.concurrency), "--hosts", str(args.hosts),
-    ]  # fmt: skip
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return float(json.loads(out.splitlines()[-1])["us_per_page"])
-
-
 def main() -> None:
     import uvloop
 
@@ -118,28 +104,15 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--hosts", type=int, default=200)
+    parser.set_defaults(part="fetch", rate=0.0)  # the rest fetch_bench.measure passes on
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench.fetch_bench", "--serve"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     lean: list[float] = []
     full: list[float] = []
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            for _ in range(args.rounds):
-                full.append(_aiohttp_round(port, args))
-                lean.append(runner.run(_run(port, args.pages, args.concurrency, args.hosts)))
-                print(f"AiohttpFetcher {full[-1]:6.1f} µs CPU a page, bare client {lean[-1]:6.1f}")
-    finally:
-        assert server.stdin is not None
-        server.stdin.close()
-        server.wait(timeout=10)
+    with served() as port, asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        for _ in range(args.rounds):
+            full.append(measure(ROOT / "src", args, port)["us_per_page"])
+            lean.append(runner.run(_run(port, args.pages, args.concurrency, args.hosts)))
+            print(f"AiohttpFetcher {full[-1]:6.1f} µs CPU a page, bare client {lean[-1]:6.1f}")
     print(
         f"medians of {args.rounds}: AiohttpFetcher {statistics.median(full):.1f} µs a page,"
         f" bare keep-alive client (uvloop + httptools) {statistics.median(lean):.1f}"
