@@ -10,7 +10,7 @@ so frontier updates stay logarithmic.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from trawl.frontier.inlinks import InLinkCounter
 from trawl.frontier.scoring import (
@@ -34,6 +34,16 @@ _MIN_PAGES_TO_RESCORE = 15
 # costs a lookup (issue 17). Emptied when full; an entry is a few hundred bytes.
 _ENTRY_MEMO_SIZE = 4096
 _TRUSTED_REFERRERS = 3  # a site linked from this many other sites is trusted (sitemap boost)
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(memo: dict[K, V], key: K, entry: V) -> V:
+    """`entry` kept under `key` in a memo that empties itself at `_ENTRY_MEMO_SIZE`."""
+    if len(memo) >= _ENTRY_MEMO_SIZE:
+        memo.clear()
+    memo[key] = entry
+    return entry
 
 
 def _crossed(n: int) -> bool:
@@ -93,8 +103,6 @@ class LinkScores:
         key = (pages, sites, parent_score, site_referrers, path_depth(link.url))
         entry = self._new_entries.get(key)
         if entry is None:
-            if len(self._new_entries) >= _ENTRY_MEMO_SIZE:
-                self._new_entries.clear()
             parts = score_link(
                 inlink_pages=pages,
                 inlink_sites=sites,
@@ -103,7 +111,7 @@ class LinkScores:
                 depth=key[4],
                 policy=self.policy,
             )
-            entry = self._new_entries[key] = self._entry_of(parts)
+            entry = _remember(self._new_entries, key, self._entry_of(parts))
         return entry
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
@@ -117,9 +125,7 @@ class LinkScores:
             entry = self._rescore(stored_parts, pages, sites)
             if entry is None:
                 return None
-            if len(self._rescored_entries) >= _ENTRY_MEMO_SIZE:
-                self._rescored_entries.clear()
-            self._rescored_entries[key] = entry
+            _remember(self._rescored_entries, key, entry)
         return entry
 
     def _rescore(self, stored_parts: str, pages: int, sites: int) -> tuple[float, str, Line] | None:
