@@ -1,11 +1,15 @@
 """Event-loop CPU per fetched page: the fetcher, and the hand-off of pages to the workers.
 
 Run: python -m bench.fetch_bench [--base SRC] [--rounds 5] [--pages 3000]
+     python -m bench.fetch_bench --compare-fetchers [--rounds 5]
 
-`fetch`: the real AiohttpFetcher fetches ~100 KB pages from a raw asyncio HTTP server on
-127.0.0.1 (a process of its own, so its CPU is not counted), as the loop does: resolve
-the host (names mapped as --hosts-file maps the bench web), then fetch with that IP and an
-on_sent callback, `--concurrency` at a time over `--hosts` names.
+`fetch`: a real fetcher (`--fetcher`: Http1Fetcher, the crawl's and the default, or
+AiohttpFetcher, which a `--base` tree older than Http1Fetcher needs)
+fetches ~100 KB pages from a raw asyncio HTTP server on 127.0.0.1 (a process of its own,
+so its CPU is not counted), as the loop does: resolve the host (names mapped as
+--hosts-file maps the bench web), then fetch with that IP and an on_sent callback,
+`--concurrency` at a time over `--hosts` names. `--compare-fetchers` runs both fetchers of
+this tree, alternating round by round against the same server, and prints the ratio.
 `handoff`: BatchedWorkers on a WorkerPool of 2 processes; each page is a PageInput with a
 ~100 KB body, the worker answers with a PageOutput-sized reply (30 KB record, 50 links)
 without doing the page work, so what is left is the main side of the hand-off.
@@ -13,8 +17,8 @@ without doing the page work, so what is left is the main side of the hand-off.
 Each measurement runs in a child process on uvloop, as the crawl does
 (`time.process_time()` of the whole child, all its threads, per page). With `--base SRC`
 (a checkout's src/ directory, e.g. a worktree of the commit before the change) the base
-and this tree alternate, round by round, in the same run, and the ratio of medians is
-printed.
+and this tree alternate, round by round, in the same run, and the median of the rounds'
+paired ratios is printed (`--fetcher` picks the fetcher both run).
 """
 
 from __future__ import annotations
@@ -82,13 +86,21 @@ async def _serve() -> None:
 # --- the measured children -------------------------------------------------------------------
 
 
-async def _fetch_run(port: int, pages: int, concurrency: int, hosts: int) -> dict[str, Any]:
+async def _fetch_run(
+    port: int, pages: int, concurrency: int, hosts: int, fetcher_name: str
+) -> dict[str, Any]:
     from trawl.fetch.dns import CachingResolver, HostMap
     from trawl.fetch.fetcher import AiohttpFetcher
 
+    fetcher_class: Any = AiohttpFetcher
+    if fetcher_name == "http1":  # imported only then: a --base tree may not have it
+        from trawl.fetch.http1 import Http1Fetcher
+
+        fetcher_class = Http1Fetcher
+
     names = [f"site-{n}.bench.test" for n in range(hosts)]
     host_map = HostMap.from_options([f"{name}:127.0.0.1" for name in names], None)
-    fetcher = AiohttpFetcher(
+    fetcher = fetcher_class(
         user_agent="trawl-bench/1 (+http://bench.test/)", resolver=CachingResolver(host_map)
     )
     sent = 0
@@ -222,7 +234,9 @@ def _child(args: argparse.Namespace) -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         if args.part == "fetch":
-            out = runner.run(_fetch_run(args.port, args.pages, args.concurrency, args.hosts))
+            out = runner.run(
+                _fetch_run(args.port, args.pages, args.concurrency, args.hosts, args.fetcher)
+            )
         else:
             out = runner.run(_handoff_run(args.pages, args.rate))
     print(json.dumps(out))
@@ -251,9 +265,11 @@ def served() -> Iterator[int]:
         server.wait(timeout=10)
 
 
-def measure(src: Path, args: argparse.Namespace, port: int) -> dict[str, Any]:
+def measure(
+    src: Path, args: argparse.Namespace, port: int, fetcher: str = "http1"
+) -> dict[str, Any]:
     """One measured child (`--part`, `--pages`, `--concurrency`, `--hosts`, `--rate` from
-    `args`) on `src`'s trawl against the server on `port`."""
+    `args`) on `src`'s trawl against the server on `port`, fetching with `fetcher`."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [
         sys.executable,
@@ -272,6 +288,8 @@ def measure(src: Path, args: argparse.Namespace, port: int) -> dict[str, Any]:
         str(args.hosts),
         "--rate",
         str(args.rate),
+        "--fetcher",
+        fetcher,
     ]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -289,6 +307,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--rate", type=float, default=400.0, help="handoff: pages a second")
+    parser.add_argument(
+        "--fetcher",
+        choices=["aiohttp", "http1"],
+        default="http1",
+        help="the crawl's (http1) or the reference adapter; a --base before http1 needs aiohttp",
+    )
+    parser.add_argument(
+        "--compare-fetchers",
+        action="store_true",
+        help="fetch: both fetchers of this tree, alternating round by round, and their ratio",
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -299,16 +328,30 @@ def main() -> None:
     if args.child:
         _child(args)
         return
-    with served() as port:
-        variants = {"new": ROOT / "src"}
+    if args.compare_fetchers and args.part != "fetch":
+        parser.error("--compare-fetchers compares the fetch part")
+    # name -> (src/ directory, fetcher); `paired` lists (candidate, baseline) names.
+    variants: dict[str, tuple[Path, str]] = {}
+    paired: list[tuple[str, str]] = []
+    if args.base is not None:
+        variants["base"] = (args.base, args.fetcher)
+    if args.compare_fetchers:
+        variants["aiohttp"] = (ROOT / "src", "aiohttp")
+        variants["http1"] = (ROOT / "src", "http1")
+        paired.append(("http1", "aiohttp"))
         if args.base is not None:
-            variants = {"base": args.base, **variants}
+            paired.append(("aiohttp", "base"))
+    else:
+        variants["new"] = (ROOT / "src", args.fetcher)
+        if args.base is not None:
+            paired.append(("new", "base"))
+    with served() as port:
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
         for round_no in range(args.rounds):
             # Alternate which goes first, so neither always follows the other's leftovers.
             order = list(variants.items())[:: 1 if round_no % 2 == 0 else -1]
-            for name, src in order:
-                runs[name].append(measure(src, args, port))
+            for name, (src, fetcher) in order:
+                runs[name].append(measure(src, args, port, fetcher))
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -326,7 +369,7 @@ def main() -> None:
         rate = statistics.median(r["pages_per_s"] for r in rows)
         user_us = statistics.median(r["user_us_per_page"] for r in rows)
         print(
-            f"{args.part:8} {name:5} {medians[name]:7.1f} µs CPU/page (median of {len(us)}; "
+            f"{args.part:8} {name:7} {medians[name]:7.1f} µs CPU/page (median of {len(us)}; "
             f"{' '.join(f'{u:.0f}' for u in us)}), user {user_us:.1f} µs, {rate:.0f} pages/s"
         )
         extra = [k for k in ("pages_per_batch", "latency_p50_ms", "latency_p99_ms") if k in rows[0]]
@@ -335,14 +378,14 @@ def main() -> None:
                 "               "
                 + ", ".join(f"{k} {statistics.median(r[k] for r in rows):.1f}" for k in extra)
             )
-    if "base" in medians:
+    for candidate, baseline in paired:
         # Each round's pair ran back to back, under the same load from the machine's
         # other users: the median of the paired ratios is steadier than medians' ratio.
         for key in ("us_per_page", "user_us_per_page"):
-            pairs = [n[key] / b[key] for b, n in zip(*runs.values(), strict=True)]
+            pairs = [n[key] / b[key] for b, n in zip(runs[baseline], runs[candidate], strict=True)]
             print(
-                f"new/base {key}: median of paired rounds {statistics.median(pairs):.3f} "
-                f"({' '.join(f'{r:.2f}' for r in pairs)})"
+                f"{candidate}/{baseline} {key}: median of paired rounds "
+                f"{statistics.median(pairs):.3f} ({' '.join(f'{r:.2f}' for r in pairs)})"
             )
 
 

@@ -2,16 +2,18 @@
 
     python -m bench.lean_fetch_price [--rounds 5] [--pages 3000]   # needs httptools ('.[bench]')
 
-The crawl loop spends ~0.3 ms of CPU a fetched page in the fetch path (`python -m
-bench.fetch_bench`: the real AiohttpFetcher). This prices the bare minimum of the same
+The crawl loop spent ~0.3 ms of CPU a fetched page in the fetch path with aiohttp, and
+about half that with the crawl's Http1Fetcher (`python -m bench.fetch_bench
+--compare-fetchers`). This prices the bare minimum of the same
 work: a keep-alive HTTP/1.1 GET per page on uvloop, the response parsed by llhttp
 (httptools), the body joined once; one connection pool per host name, the same server
 (bench.fetch_bench's, a process of its own), pages, concurrency and host names as
 fetch_bench. It has none of the fetcher's duties (DNS and the SSRF guard, size caps,
 decoding, the request head kept for WARC, error kinds), so a real client costs more; what
-it shows is how much of aiohttp's cost is the library's rather than the job's. Each round
-prints this client's process CPU a page beside the AiohttpFetcher's (fetch_bench's child)
-in the same run. Loopback only; bounded by --pages.
+it shows is how much of a fetcher's cost is the client's rather than the job's. Each round
+prints this client's process CPU a page beside the Http1Fetcher's (fetch_bench's child) in
+the same run (the thirteenth session priced it beside the AiohttpFetcher: 54 against 285).
+Loopback only; bounded by --pages.
 """
 
 from __future__ import annotations
@@ -110,11 +112,11 @@ def main() -> None:
     full: list[float] = []
     with served() as port, asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         for _ in range(args.rounds):
-            full.append(measure(ROOT / "src", args, port)["us_per_page"])
+            full.append(measure(ROOT / "src", args, port, "http1")["us_per_page"])
             lean.append(runner.run(_run(port, args.pages, args.concurrency, args.hosts)))
-            print(f"AiohttpFetcher {full[-1]:6.1f} µs CPU a page, bare client {lean[-1]:6.1f}")
+            print(f"Http1Fetcher {full[-1]:6.1f} µs CPU a page, bare client {lean[-1]:6.1f}")
     print(
-        f"medians of {args.rounds}: AiohttpFetcher {statistics.median(full):.1f} µs a page,"
+        f"medians of {args.rounds}: Http1Fetcher {statistics.median(full):.1f} µs a page,"
         f" bare keep-alive client (uvloop + httptools) {statistics.median(lean):.1f}"
     )
 

@@ -1,6 +1,7 @@
-"""The Fetcher contract, against every adapter: AiohttpFetcher and the ScriptedFetcher fake.
+"""The Fetcher contract, against every adapter: AiohttpFetcher, Http1Fetcher and the
+ScriptedFetcher fake.
 
-Each case is a script (path -> `Answer`s) and a check. The aiohttp adapter meets a raw
+Each case is a script (path -> `Answer`s) and a check. The real adapters meet a raw
 asyncio server on 127.0.0.1 that writes each answer byte for byte (status line, the
 scripted headers and nothing else, the body) and a loopback DNS server that knows no name;
 the fake gets the same script. A `connect` answer's path is put on a port that refuses
@@ -28,6 +29,7 @@ from tests.servers.dns import DnsServer
 from trawl.errors import FetchError
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import AiohttpFetcher
+from trawl.fetch.http1 import Http1Fetcher
 from trawl.model import first_header
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class Harness(Protocol):
 Check: TypeAlias = Callable[[Harness], Coroutine[object, object, None]]
 
 
-# --- the aiohttp adapter against a raw loopback server ---------------------------------------
+# --- the real adapters against a raw loopback server -----------------------------------------
 
 
 @dataclass
@@ -142,8 +144,8 @@ def _wire(answer: Answer) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + answer.body
 
 
-class AiohttpHarness:
-    def __init__(self, fetcher: AiohttpFetcher, server: ScriptServer, live: int, dead: int):
+class RealHarness:
+    def __init__(self, fetcher: Fetcher, server: ScriptServer, live: int, dead: int):
         self.fetcher: Fetcher = fetcher
         self.server = server
         self.live, self.dead = live, dead
@@ -159,7 +161,10 @@ class AiohttpHarness:
         return time.time()
 
 
-async def _run_aiohttp(script: Script, check: Check) -> None:
+REAL_ADAPTERS = {"aiohttp": AiohttpFetcher, "http1": Http1Fetcher}
+
+
+async def _run_real(adapter: str, script: Script, check: Check) -> None:
     server = ScriptServer(script)
     http_server = await asyncio.start_server(server.handle, "127.0.0.1", 0)
     live = http_server.sockets[0].getsockname()[1]
@@ -173,11 +178,11 @@ async def _run_aiohttp(script: Script, check: Check) -> None:
         HostMap.from_options([f"{HOST}:127.0.0.1"], None),
         dns_server=f"127.0.0.1:{dns_transport.get_extra_info('sockname')[1]}",
     )
-    fetcher = AiohttpFetcher(
+    fetcher = REAL_ADAPTERS[adapter](
         user_agent=UA, resolver=resolver, allow_private=True, total_timeout_s=TIMEOUT_S
     )
     try:
-        await check(AiohttpHarness(fetcher, server, live, refusing.getsockname()[1]))
+        await check(RealHarness(fetcher, server, live, refusing.getsockname()[1]))
     finally:
         await fetcher.close()
         http_server.close()
@@ -240,12 +245,12 @@ class ScriptedHarness:
         return self.clock.now()
 
 
-ADAPTERS = ["aiohttp", "scripted"]
+ADAPTERS = [*REAL_ADAPTERS, "scripted"]
 
 
 def run(adapter: str, script: Script, check: Check) -> None:
-    if adapter == "aiohttp":
-        asyncio.run(_run_aiohttp(script, check))
+    if adapter in REAL_ADAPTERS:
+        asyncio.run(_run_real(adapter, script, check))
     else:
         asyncio.run(check(ScriptedHarness(script)))
 
@@ -535,12 +540,13 @@ def test_close_is_idempotent(adapter: str) -> None:
     run(adapter, script, check)
 
 
-# --- the real adapter only --------------------------------------------------------------------
+# --- the real adapters only -------------------------------------------------------------------
 
 
-def test_a_body_cut_short_by_the_server_is_a_reset_real_adapter_only() -> None:
+@pytest.mark.parametrize("adapter", list(REAL_ADAPTERS))
+def test_a_body_cut_short_by_the_server_is_a_reset_real_adapter_only(adapter: str) -> None:
     # The fake has no wire: its script says what arrives, not how a connection breaks half
-    # way through a body, so only the real adapter meets a short Content-Length.
+    # way through a body, so only the real adapters meet a short Content-Length.
     script: Script = {"/short": Answer(200, (*HTML, ("Content-Length", "5000")), PAGE)}
 
     async def check(h: Harness) -> None:
@@ -548,4 +554,4 @@ def test_a_body_cut_short_by_the_server_is_a_reset_real_adapter_only() -> None:
         assert (result.status, result.error_kind, result.body) == (0, "reset", None)
         assert result.header("Content-Length") == "5000"  # the head had arrived
 
-    run("aiohttp", script, check)
+    run(adapter, script, check)

@@ -18,7 +18,7 @@ import yarl
 
 from trawl.errors import FetchError
 from trawl.fetch.decode import BodyDecoder
-from trawl.fetch.fetcher import ACCEPT, ACCEPT_ENCODING, DEFAULT_STORED_TYPES, MIB
+from trawl.fetch.http_common import ACCEPT, ACCEPT_ENCODING, DEFAULT_STORED_TYPES, MIB
 from trawl.model import FetchResult, first_header
 
 if TYPE_CHECKING:

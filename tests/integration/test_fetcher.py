@@ -1,8 +1,10 @@
-"""The fetcher over real loopback sockets: a raw HTTP/1.1 server and a UDP DNS server.
+"""The fetchers over real loopback sockets: a raw HTTP/1.1 server and a UDP DNS server.
 
 The HTTP server is a plain asyncio stream server so hostile answers (resets, broken
 chunking, huge headers, a drip feed) are byte-exact. It logs every connection and request
-so tests check behaviour from the server's side, not from our counters.
+so tests check behaviour from the server's side, not from our counters. Every test of the
+fetcher's behaviour runs against both adapters (the `adapter` fixture): AiohttpFetcher and
+Http1Fetcher hold to the same rules.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import brotli
@@ -23,8 +25,13 @@ import pytest
 from tests.servers.dns import DnsServer
 
 from trawl.errors import BlockedAddress, ConfigError, FetchError
-from trawl.fetch.dns import AiohttpResolver, CachingResolver, HostMap
-from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
+from trawl.fetch.dns import CachingResolver, HostMap
+from trawl.fetch.fetcher import AiohttpFetcher, AiohttpResolver
+from trawl.fetch.http1 import Http1Fetcher
+from trawl.fetch.http_common import build_user_agent
+
+if TYPE_CHECKING:
+    from trawl.fetch.http_common import FetcherBase
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -266,21 +273,30 @@ async def _stop_web(web: Web, server: asyncio.Server) -> None:
     await asyncio.sleep(0)  # let the closed transports finish before the loop goes away
 
 
+ADAPTERS: dict[str, type[FetcherBase]] = {"aiohttp": AiohttpFetcher, "http1": Http1Fetcher}
+
+
+@pytest.fixture(params=list(ADAPTERS))
+def adapter(request: pytest.FixtureRequest) -> type[FetcherBase]:
+    """Each fetcher adapter in turn."""
+    return ADAPTERS[request.param]
+
+
 def run_with_web(
-    test: Callable[[Web, AiohttpFetcher], Awaitable[None]],
+    test: Callable[[Web, Any], Awaitable[None]],
+    adapter: type[FetcherBase],
     *,
     host_map: HostMap | None = None,
     **fetcher_options: Any,
 ) -> None:
-    """Run `test` with a fresh server and an AiohttpFetcher whose HostMap points site.test at it."""
+    """Run `test` with a fresh server and an `adapter` fetcher whose HostMap points
+    site.test at it."""
 
     async def main() -> None:
         web, server = await _start_web()
         resolver = CachingResolver(host_map or HostMap.from_options(["site.test:127.0.0.1"], None))
         try:
-            async with AiohttpFetcher(
-                user_agent=UA, resolver=resolver, **fetcher_options
-            ) as fetcher:
+            async with adapter(user_agent=UA, resolver=resolver, **fetcher_options) as fetcher:
                 await test(web, fetcher)
         finally:
             await resolver.close()
@@ -296,8 +312,8 @@ def url(web: Web, path: str, host: str = "site.test") -> str:
 # --- ordinary pages -------------------------------------------------------------------------
 
 
-def test_html_page_with_headers_ip_and_keep_alive() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_html_page_with_headers_ip_and_keep_alive(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         first = await fetcher.fetch(url(web, "/page"))
         second = await fetcher.fetch(url(web, "/page"), headers={"If-None-Match": '"v1"'})
         assert (first.status, first.error_kind, first.body) == (200, None, PAGE)
@@ -320,13 +336,13 @@ def test_html_page_with_headers_ip_and_keep_alive() -> None:
         assert web.connections[0].requests[1][1]["if-none-match"] == '"v1"'
         assert "fetches=2" in repr(fetcher)
 
-    run_with_web(test, allow_private=False)
+    run_with_web(test, adapter, allow_private=False)
 
 
-def test_issue_14_result_carries_the_request_head_as_sent() -> None:
+def test_issue_14_result_carries_the_request_head_as_sent(adapter: type[FetcherBase]) -> None:
     """The WARC request record needs the head trawl sent; the server's view is the witness."""
 
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         # An ETag echoed back may hold any text; aiohttp writes header values as UTF-8.
         etag = '"v1-\u00e9"'
         result = await fetcher.fetch(url(web, "/page?x=1"), headers={"If-None-Match": etag})
@@ -340,32 +356,34 @@ def test_issue_14_result_carries_the_request_head_as_sent() -> None:
         assert sent_by_us["if-none-match"] == etag.encode().decode("latin-1")  # bytes as sent
         assert sent_by_us["user-agent"] == UA
 
-    run_with_web(test, allow_private=False)
+    run_with_web(test, adapter, allow_private=False)
 
 
 @pytest.mark.parametrize("path", ["/gzip", "/br", "/deflate"])
-def test_compressed_bodies_are_decoded(path: str) -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_compressed_bodies_are_decoded(path: str, adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, path))
         assert (result.status, result.error_kind, result.body) == (200, None, PAGE)
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_redirect_is_not_followed() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_redirect_is_not_followed(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/redirect"))
         assert result.status == 301
         assert result.header("Location") == "/page"
         assert web.paths() == ["/redirect"]
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_issue_13_on_sent_is_called_once_the_request_head_is_out() -> None:
+def test_issue_13_on_sent_is_called_once_the_request_head_is_out(
+    adapter: type[FetcherBase],
+) -> None:
     """The per-IP gate times starts from here: after connecting, before the answer."""
 
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         seen: list[int] = []
         result = await fetcher.fetch(
             url(web, "/page"), on_sent=lambda: seen.append(len(web.connections))
@@ -379,65 +397,79 @@ def test_issue_13_on_sent_is_called_once_the_request_head_is_out() -> None:
         assert refused.error_kind == "connect"
         assert seen == [1]
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_robots_txt_is_read_only_when_asked() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_robots_txt_is_read_only_when_asked(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         skipped = await fetcher.fetch(url(web, "/robots.txt"))
         read = await fetcher.fetch(url(web, "/robots.txt"), read_any_type=True)
         assert (skipped.status, skipped.body) == (200, None)
         assert read.body == b"User-agent: *\nDisallow: /private\n"
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_concurrent_fetches() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_concurrent_fetches(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         results = await asyncio.gather(*(fetcher.fetch(url(web, "/gzip")) for _ in range(50)))
         assert {(r.status, r.body) for r in results} == {(200, PAGE)}
         assert len(web.connections) <= 50
         assert fetcher.stats().fetches == 50
         assert fetcher.stats().in_flight == 0
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_unread_but_complete_responses_keep_the_connection() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_unread_but_complete_responses_keep_the_connection(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         first = await fetcher.fetch(url(web, "/not-modified"))
         second = await fetcher.fetch(url(web, "/page"))
         assert (first.status, first.body, first.header("etag")) == (304, None, '"v1"')
         assert second.body == PAGE
         assert len(web.connections) == 1
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_issue_17_an_idle_connection_keeps_nothing_of_its_last_response() -> None:
+def _idle_connections(fetcher: FetcherBase) -> list[tuple[object, ...]]:
+    """What each idle pooled connection still holds of the responses it carried."""
+    if isinstance(fetcher, AiohttpFetcher):
+        connector = fetcher._ensure_session().connector
+        assert connector is not None
+        return [(p._parser, p._payload) for conns in connector._conns.values() for p, _ in conns]
+    assert isinstance(fetcher, Http1Fetcher)
+    return [
+        (c.exchange, c.waiter, c._decoder, *c._raw, *([c._reason] if c._reason else []))
+        for conns in fetcher.pool._idle.values()
+        for c in conns
+    ]
+
+
+def test_issue_17_an_idle_connection_keeps_nothing_of_its_last_response(
+    adapter: type[FetcherBase],
+) -> None:
     """The pooled connection drops its last response's parser and body stream: a crawl
     holds one idle connection a site, and those objects were what its garbage collections
     walked (issue 17). The next request on it builds them anew."""
 
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         await fetcher.fetch(url(web, "/page"))
-        connector = fetcher._ensure_session().connector
-        assert connector is not None
-        idle = [proto for conns in connector._conns.values() for proto, _ in conns]
+        idle = _idle_connections(fetcher)
         assert len(idle) == 1
-        assert (idle[0]._parser, idle[0]._payload) == (None, None)
+        assert set(idle[0]) == {None}
         again = await fetcher.fetch(url(web, "/gzip"))
         assert (again.status, again.body) == (200, PAGE)
         assert len(web.connections) == 1
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_issue_17_bytes_sent_to_an_idle_connection_close_it() -> None:
+def test_issue_17_bytes_sent_to_an_idle_connection_close_it(adapter: type[FetcherBase]) -> None:
     """An answer a server sends while the connection idles is never taken for the answer
     to the next request: the connection is closed and the next request gets its own."""
 
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         first = await fetcher.fetch(url(web, "/then-unasked"))
         await asyncio.sleep(0.3)  # the unasked answer arrives while the connection idles
         second = await fetcher.fetch(url(web, "/page"))
@@ -445,24 +477,24 @@ def test_issue_17_bytes_sent_to_an_idle_connection_close_it() -> None:
         assert (second.status, second.body) == (200, PAGE)
         assert len(web.connections) == 2
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
 # --- caps and deadlines ---------------------------------------------------------------------
 
 
-def test_slow_drip_is_cut_at_the_total_deadline() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_slow_drip_is_cut_at_the_total_deadline(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/drip"))
         assert (result.status, result.error_kind, result.body) == (0, "timeout", None)
         assert 1.4 < result.elapsed_s < 2.5
         assert result.ip == "127.0.0.1"
 
-    run_with_web(test, total_timeout_s=1.5)
+    run_with_web(test, adapter, total_timeout_s=1.5)
 
 
-def test_body_over_the_raw_cap_is_truncated() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_body_over_the_raw_cap_is_truncated(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/big"))
         assert (result.status, result.error_kind) == (200, None)
         assert result.truncated
@@ -472,11 +504,11 @@ def test_body_over_the_raw_cap_is_truncated() -> None:
         assert per_call.body == bytes(1000)
         assert len(web.connections) == 2  # a truncated connection is not reused
 
-    run_with_web(test, max_body_bytes=256 * 1024)
+    run_with_web(test, adapter, max_body_bytes=256 * 1024)
 
 
-def test_gzip_bomb_is_too_big() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_gzip_bomb_is_too_big(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         started = time.monotonic()
         result = await fetcher.fetch(url(web, "/bomb"))
         assert (result.status, result.error_kind, result.body) == (0, "too_big", None)
@@ -484,20 +516,20 @@ def test_gzip_bomb_is_too_big() -> None:
         assert "more than 2097152 bytes" in result.error
         assert time.monotonic() - started < 2
 
-    run_with_web(test, max_decoded_bytes=2 * MIB)
+    run_with_web(test, adapter, max_decoded_bytes=2 * MIB)
 
 
-def test_corrupt_gzip_is_a_decode_failure() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_corrupt_gzip_is_a_decode_failure(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/corrupt-gzip"))
         assert (result.status, result.error_kind, result.body) == (0, "decode", None)
         assert result.header("content-encoding") == "gzip"  # kept for the record
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_other_content_types_are_not_read() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_other_content_types_are_not_read(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         started = time.monotonic()
         result = await fetcher.fetch(url(web, "/pdf"))
         assert (result.status, result.body) == (200, None)
@@ -510,7 +542,7 @@ def test_other_content_types_are_not_read() -> None:
             await asyncio.sleep(0.02)
         assert web.connections[0].body_aborted
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
 # --- broken servers -------------------------------------------------------------------------
@@ -526,42 +558,42 @@ def test_other_content_types_are_not_read() -> None:
         ("/garbage", "protocol"),
     ],
 )
-def test_broken_servers_become_results(path: str, kind: str) -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_broken_servers_become_results(path: str, kind: str, adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, path))
         assert (result.status, result.error_kind, result.body) == (0, kind, None)
         assert result.error
 
-    run_with_web(test, max_header_bytes=8192)
+    run_with_web(test, adapter, max_header_bytes=8192)
 
 
-def test_connection_refused() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_connection_refused(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         with socket.socket() as probe:  # a port with nobody listening
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         result = await fetcher.fetch(f"http://site.test:{port}/")
         assert (result.status, result.error_kind) == (0, "connect")
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_cancellation_propagates() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_cancellation_propagates(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         task = asyncio.create_task(fetcher.fetch(url(web, "/drip")))
         await asyncio.sleep(0.3)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
 # --- SSRF -----------------------------------------------------------------------------------
 
 
-def test_unmapped_loopback_name_is_blocked() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_unmapped_loopback_name_is_blocked(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/page", host="localhost"))
         assert (result.status, result.error_kind) == (0, "blocked_address")
         literal = await fetcher.fetch(url(web, "/page", host="127.0.0.1"))
@@ -571,18 +603,18 @@ def test_unmapped_loopback_name_is_blocked() -> None:
         assert await fetcher.resolve("site.test") == "127.0.0.1"  # mapped: trusted
         assert web.connections == []  # nothing reached the server
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_allow_private_lets_loopback_through() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_allow_private_lets_loopback_through(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         ip = await fetcher.resolve("localhost")
         assert ip == "127.0.0.1"
         result = await fetcher.fetch(url(web, "/page", host="localhost"), ip=ip)
         assert (result.status, result.body) == (200, PAGE)
         assert result.ip == "127.0.0.1"
 
-    run_with_web(test, allow_private=True)
+    run_with_web(test, adapter, allow_private=True)
 
 
 def test_connector_resolver_guards_plain_aiohttp_use() -> None:
@@ -599,26 +631,26 @@ def test_connector_resolver_guards_plain_aiohttp_use() -> None:
                 await session.get(url(web, "/page", host="localhost"))
         assert web.paths() == ["/page"]
 
-    run_with_web(test)
+    run_with_web(test, AiohttpFetcher)
 
 
-def test_a_pinned_ip_is_checked_too() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_a_pinned_ip_is_checked_too(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(url(web, "/page", host="elsewhere.test"), ip="127.0.0.1")
         assert result.error_kind == "blocked_address"
         assert web.connections == []
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
-def test_unknown_name_is_a_dns_failure() -> None:
-    async def test(web: Web, fetcher: AiohttpFetcher) -> None:
+def test_unknown_name_is_a_dns_failure(adapter: type[FetcherBase]) -> None:
+    async def test(web: Web, fetcher: FetcherBase) -> None:
         result = await fetcher.fetch(f"http://nowhere.invalid:{web.port}/")
         assert (result.status, result.error_kind, result.ip) == (0, "dns", None)
         other_scheme = await fetcher.fetch("ftp://site.test/file")
         assert (other_scheme.status, other_scheme.error_kind) == (0, "invalid_url")
 
-    run_with_web(test)
+    run_with_web(test, adapter)
 
 
 # --- --dns-server ---------------------------------------------------------------------------
@@ -705,15 +737,17 @@ def test_concurrent_lookups_share_one_query() -> None:
     run_with_dns(test, {"slow.test": "192.0.2.8"}, slow=frozenset({"slow.test"}))
 
 
-def test_dns_answer_pointing_at_loopback_is_refused_unless_allowed() -> None:
+def test_dns_answer_pointing_at_loopback_is_refused_unless_allowed(
+    adapter: type[FetcherBase],
+) -> None:
     async def test(server: DnsServer, dns_port: int) -> None:
         web, http = await _start_web()
         resolver = CachingResolver(HostMap(), dns_server=f"127.0.0.1:{dns_port}")
         try:
             page = f"http://rebind.test:{web.port}/page"
-            async with AiohttpFetcher(user_agent=UA, resolver=resolver) as strict:
+            async with adapter(user_agent=UA, resolver=resolver) as strict:
                 refused = await strict.fetch(page)
-            async with AiohttpFetcher(user_agent=UA, resolver=resolver, allow_private=True) as lax:
+            async with adapter(user_agent=UA, resolver=resolver, allow_private=True) as lax:
                 allowed = await lax.fetch(page)
             assert refused.error_kind == "blocked_address"
             assert (allowed.status, allowed.body, allowed.ip) == (200, PAGE, "127.0.0.1")

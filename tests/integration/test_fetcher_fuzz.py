@@ -1,5 +1,6 @@
-"""Fuzz the fetcher's response handling over a real socket: any bytes a server sends end in
-a FetchResult (a status or a recorded error kind), never an exception or a hang."""
+"""Fuzz the fetchers' response handling over a real socket: any bytes a server sends end in
+a FetchResult (a status or a recorded error kind), never an exception or a hang. Both
+adapters, AiohttpFetcher and Http1Fetcher, get the same examples."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ from hypothesis import strategies as st
 
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import AiohttpFetcher
+from trawl.fetch.http1 import Http1Fetcher
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from trawl.fetch.http_common import FetcherBase
     from trawl.model import FetchResult
+
+ADAPTERS: dict[str, type[FetcherBase]] = {"aiohttp": AiohttpFetcher, "http1": Http1Fetcher}
 
 KNOWN_KINDS = {"timeout", "reset", "protocol", "too_big", "decode", "connect"}
 
@@ -65,9 +70,9 @@ def server() -> Iterator[RawServer]:
     s.close()
 
 
-async def fetch_once(port: int) -> FetchResult:
+async def fetch_once(adapter: type[FetcherBase], port: int) -> FetchResult:
     resolver = CachingResolver(HostMap.from_options([], None))
-    fetcher = AiohttpFetcher(
+    fetcher = adapter(
         user_agent="trawl/0 (+https://trawl.invalid/test)",
         resolver=resolver,
         allow_private=True,
@@ -107,6 +112,7 @@ header_lines = st.lists(
 )
 
 
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
 @settings(
     max_examples=60,
     deadline=None,
@@ -114,10 +120,10 @@ header_lines = st.lists(
 )
 @given(status=status_lines, headers=header_lines, body=st.binary(max_size=300))
 def test_any_response_bytes_end_in_a_result(
-    server: RawServer, status: bytes, headers: list[bytes], body: bytes
+    server: RawServer, adapter: str, status: bytes, headers: list[bytes], body: bytes
 ) -> None:
     server.reply = b"\r\n".join([status, *headers]) + b"\r\n\r\n" + body
-    result = asyncio.run(fetch_once(server.port))
+    result = asyncio.run(fetch_once(ADAPTERS[adapter], server.port))
     assert (result.status > 0) != (result.error_kind is not None)
     if result.error_kind is not None:
         assert result.error_kind in KNOWN_KINDS

@@ -9,8 +9,8 @@ import pytest
 
 from trawl.config import load_settings
 from trawl.errors import BlockedAddress, ConfigError
-from trawl.fetch.dns import AiohttpResolver, CachingResolver, HostMap
-from trawl.fetch.fetcher import AiohttpFetcher
+from trawl.fetch.dns import CachingResolver, HostMap
+from trawl.fetch.fetcher import AiohttpFetcher, AiohttpResolver
 from trawl.fetch.ssrf import check_address, is_in_networks, parse_networks
 
 if TYPE_CHECKING:

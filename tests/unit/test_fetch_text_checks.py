@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trawl.fetch.dns import _parse_ip
-from trawl.fetch.fetcher import _is_plain_ascii
+from trawl.fetch.http_common import is_plain_ascii as _is_plain_ascii
 
 # Mostly ASCII, with the edges that matter: controls, space, DEL, Latin-1 and beyond.
 _URL_TEXT = st.text(

@@ -9,14 +9,13 @@ How this works:
 - `CachingResolver` answers mapped names from the map, IP literals as themselves, and the
   rest from one DNS server (--dns-server, via aiodns) or the system resolver. Answers are
   cached (failures for `negative_ttl_s`), and concurrent lookups of one name share a single
-  query. It does not judge addresses: the SSRF guard runs on its answer (see `AiohttpResolver`
-  and `AiohttpFetcher.resolve`), which is why mapped names report `is_mapped`.
+  query. It does not judge addresses: the SSRF guard runs on its answer (`FetcherBase.resolve`
+  in fetch/http_common.py), which is why mapped names report `is_mapped`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import ipaddress
 import socket
@@ -26,19 +25,15 @@ from typing import TYPE_CHECKING
 
 import aiodns
 import pycares
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from trawl.errors import ConfigError, FetchError
-from trawl.fetch.ssrf import check_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
-    from trawl.fetch.ssrf import IPNetwork
 
-
-def _normalise_host(host: str) -> str:
+def normalise_host(host: str) -> str:
     return host.strip().rstrip(".").lower()
 
 
@@ -91,7 +86,7 @@ def _parse_resolve_entry(entry: str) -> tuple[str, str]:
     ip = _parse_resolve_addresses(rest)
     if ip is None:
         raise ConfigError(f"--resolve {entry!r}: {rest!r} is not an IP address")
-    name = _normalise_host(host)
+    name = normalise_host(host)
     bare = name.removeprefix("*.")
     if not _is_hostname(bare) or "*" in bare:
         raise ConfigError(f"--resolve {entry!r}: {host!r} is not a hostname or *.suffix")
@@ -110,7 +105,7 @@ def _parse_hosts_line(line: str, where: str) -> list[tuple[str, str]]:
         raise ConfigError(f"{where}: {ip_text} is followed by no hostname")
     pairs = []
     for raw in names:
-        name = _normalise_host(raw)
+        name = normalise_host(raw)
         if not _is_hostname(name):
             raise ConfigError(f"{where}: {raw!r} is not a hostname")
         pairs.append((name, ip))
@@ -148,7 +143,7 @@ class HostMap:
 
     def lookup(self, host: str) -> str | None:
         """The mapped IP for `host`, or None."""
-        name = _normalise_host(host)
+        name = normalise_host(host)
         ip = self.exact.get(name)
         if ip is not None:
             return ip
@@ -261,7 +256,7 @@ class CachingResolver:
 
     async def resolve(self, host: str) -> str:
         """One IP for `host`; raises FetchError("dns", ...) if it has none."""
-        name = _normalise_host(host)
+        name = normalise_host(host)
         literal = _parse_ip(name)
         if literal is not None:
             return literal
@@ -351,61 +346,3 @@ class CachingResolver:
         if self._aiodns is not None:
             await self._aiodns.close()
             self._aiodns = None
-
-
-# The (host, ip) the current fetch already resolved and checked; the connector's resolver
-# uses it so aiohttp connects to exactly that address. Task-local, so concurrent fetches of
-# one host cannot see each other's pin.
-pinned_address: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "trawl_pinned_address", default=None
-)
-
-
-class AiohttpResolver(AbstractResolver):
-    """aiohttp's resolver port, answered by a CachingResolver and checked by the SSRF guard.
-
-    Use with `TCPConnector(use_dns_cache=False)` so every connection asks this adapter.
-    Raises BlockedAddress (not an OSError, so aiohttp lets it through unwrapped) or
-    FetchError("dns").
-    """
-
-    def __init__(
-        self,
-        resolver: CachingResolver,
-        *,
-        allow_private: bool,
-        allow_networks: Sequence[IPNetwork] = (),
-    ) -> None:
-        self._resolver = resolver
-        self._allow_private = allow_private
-        self._allow_networks = tuple(allow_networks)
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        pin = pinned_address.get()
-        if pin is not None and pin[0] == _normalise_host(host):
-            ip = pin[1]
-        else:
-            ip = await self._resolver.resolve(host)
-        check_address(
-            host,
-            ip,
-            mapped=self._resolver.is_mapped(host),
-            allow_private=self._allow_private,
-            allow_networks=self._allow_networks,
-        )
-        addr_family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": ip,
-                "port": port,
-                "family": addr_family,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
-
-    async def close(self) -> None:
-        """The CachingResolver belongs to the fetcher, which closes it; nothing to release."""

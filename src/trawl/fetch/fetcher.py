@@ -24,29 +24,32 @@ How this works:
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import socket
-import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self, cast
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 import yarl
 from aiohttp import http_exceptions
+from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.client_proto import ResponseHandler
 
-from trawl.errors import ConfigError, FetchError
+from trawl.errors import FetchError
 from trawl.fetch.decode import BodyDecoder
-from trawl.fetch.dns import AiohttpResolver, pinned_address
+from trawl.fetch.dns import normalise_host
+from trawl.fetch.http_common import (
+    Exchange,
+    FetcherBase,
+    decode_header,
+    is_plain_ascii,
+    mime_type,
+    one_line,
+)
 from trawl.fetch.ssrf import check_address
-from trawl.model import FetchResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
-    from types import TracebackType
+    from collections.abc import Mapping, Sequence
 
     from aiohttp.client_reqrep import ConnectionKey
     from aiohttp.connector import Connection
@@ -54,27 +57,63 @@ if TYPE_CHECKING:
     from trawl.fetch.dns import CachingResolver
     from trawl.fetch.ssrf import IPNetwork
 
-MIB = 1024 * 1024
-DEFAULT_STORED_TYPES = ("text/html", "application/xhtml+xml")
-ACCEPT_ENCODING = "gzip, deflate, br"
-ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
-_MAX_ERROR_CHARS = 300  # aiohttp quotes the offending bytes: a 20 KB header stays out of records
+
+# The (host, ip) the current fetch already resolved and checked; the connector's resolver
+# uses it so aiohttp connects to exactly that address. Task-local, so concurrent fetches of
+# one host cannot see each other's pin.
+pinned_address: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "trawl_pinned_address", default=None
+)
 
 
-def build_user_agent(version: str, contact_url: str) -> str:
-    """`trawl/<version> (+<contact URL>)`; raises ConfigError unless the URL is http(s)."""
-    parts = urlsplit(contact_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"contact URL {contact_url!r} must be an http(s) URL")
-    return f"trawl/{version} (+{contact_url.strip()})"
+class AiohttpResolver(AbstractResolver):
+    """aiohttp's resolver port, answered by a CachingResolver and checked by the SSRF guard.
 
+    Use with `TCPConnector(use_dns_cache=False)` so every connection asks this adapter.
+    Raises BlockedAddress (not an OSError, so aiohttp lets it through unwrapped) or
+    FetchError("dns").
+    """
 
-def _decode_header(raw: bytes) -> str:
-    # UTF-8 keeps a Location with non-ASCII characters usable; Latin-1 never fails.
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+    def __init__(
+        self,
+        resolver: CachingResolver,
+        *,
+        allow_private: bool,
+        allow_networks: Sequence[IPNetwork] = (),
+    ) -> None:
+        self._resolver = resolver
+        self._allow_private = allow_private
+        self._allow_networks = tuple(allow_networks)
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        pin = pinned_address.get()
+        if pin is not None and pin[0] == normalise_host(host):
+            ip = pin[1]
+        else:
+            ip = await self._resolver.resolve(host)
+        check_address(
+            host,
+            ip,
+            mapped=self._resolver.is_mapped(host),
+            allow_private=self._allow_private,
+            allow_networks=self._allow_networks,
+        )
+        addr_family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+        return [
+            {
+                "hostname": host,
+                "host": ip,
+                "port": port,
+                "family": addr_family,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        """The CachingResolver belongs to the fetcher, which closes it; nothing to release."""
 
 
 def _raw_headers_block(resp: aiohttp.ClientResponse) -> bytes:
@@ -111,13 +150,9 @@ def _discard_body(resp: aiohttp.ClientResponse) -> None:
         resp.close()  # drop the connection rather than drain a video
 
 
-def _mime_type(content_type: str | None) -> str:
-    return (content_type or "").split(";", 1)[0].strip().lower()
-
-
 def _classify(exc: BaseException) -> tuple[str, str]:
     """Map a known web failure to (error_kind, message); the message is one short line."""
-    message = " ".join(str(exc).split())[:_MAX_ERROR_CHARS] or type(exc).__name__
+    message = one_line(exc)
     if isinstance(exc, FetchError):
         return exc.kind, message
     if isinstance(exc, TimeoutError):
@@ -143,56 +178,7 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     return "protocol", message
 
 
-# The failures a hostile or broken web can cause; anything else is our bug and propagates.
-_WEB_FAILURES = (FetchError, TimeoutError, aiohttp.ClientError, OSError)
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """What one fetch learned so far; written only by the task running that fetch."""
-
-    url: str
-    started_at: float
-    start_s: float
-    ip: str | None = None
-    status: int = 0
-    headers: tuple[tuple[str, str], ...] = ()
-    raw_headers_block: bytes = b""
-    body: bytes | None = None
-    truncated: bool = False
-    raw_bytes: int = 0
-    error_kind: str | None = None  # set for failures found after the response arrived
-    error: str | None = None
-    request_head: bytes = b""  # set by _RecordingRequest.send
-    on_sent: Callable[[], None] | None = None
-
-    def result(self) -> FetchResult:
-        failed = self.error_kind is not None
-        return FetchResult(
-            url=self.url,
-            status=0 if failed else self.status,
-            headers=self.headers,
-            body=None if failed else self.body,
-            started_at=self.started_at,
-            elapsed_s=time.monotonic() - self.start_s,
-            ip=self.ip,
-            truncated=self.truncated,
-            error_kind=self.error_kind,
-            error=self.error,
-            raw_headers_block=self.raw_headers_block,
-            request_head=self.request_head,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class FetcherStats:
-    fetches: int
-    in_flight: int
-    failures: int
-    bytes_read: int
-
-
-class AiohttpFetcher:
+class AiohttpFetcher(FetcherBase):
     """GET pages over a shared keep-alive pool; see the module docstring for the rules.
 
     `close()` closes the pool and the CachingResolver the fetcher was built with (the loop
@@ -200,205 +186,57 @@ class AiohttpFetcher:
     so a resolver shared between fetchers stays usable.
     """
 
-    def __init__(
-        self,
-        *,
-        user_agent: str,
-        resolver: CachingResolver,
-        allow_private: bool = False,
-        allow_networks: Sequence[IPNetwork] = (),
-        total_timeout_s: float = 10.0,
-        max_body_bytes: int = 10 * MIB,
-        max_decoded_bytes: int = 50 * MIB,
-        max_header_bytes: int = 16 * 1024,
-        max_headers: int = 128,
-        stored_types: tuple[str, ...] = DEFAULT_STORED_TYPES,
-        max_connections: int = 2000,
-    ) -> None:
-        self.user_agent = user_agent
-        self.resolver = resolver
-        self.allow_private = allow_private
-        self.allow_networks = tuple(allow_networks)
-        self.total_timeout_s = total_timeout_s
-        self.max_body_bytes = max_body_bytes
-        self.max_decoded_bytes = max_decoded_bytes
-        self.max_header_bytes = max_header_bytes
-        self.max_headers = max_headers
-        self.stored_types = tuple(t.lower() for t in stored_types)
-        self.max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
-        self._fetches = 0
-        self._in_flight = 0
-        self._failures = 0
-        self._bytes_read = 0
-
-    def __repr__(self) -> str:
-        s = self.stats()
-        return (
-            f"<AiohttpFetcher fetches={s.fetches} in_flight={s.in_flight} failures={s.failures} "
-            f"bytes_read={s.bytes_read}>"
-        )
-
-    def stats(self) -> FetcherStats:
-        return FetcherStats(
-            fetches=self._fetches,
-            in_flight=self._in_flight,
-            failures=self._failures,
-            bytes_read=self._bytes_read,
-        )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    # The failures a hostile or broken web can cause; anything else is our bug and propagates.
+    _web_failures = (FetchError, TimeoutError, aiohttp.ClientError, OSError)
+    _session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
-        await self.resolver.close()
+        await super().close()
 
-    async def resolve(self, host: str) -> str:
-        """The IP a fetch of `host` would use; raises FetchError("dns") or BlockedAddress."""
-        ip = await self.resolver.resolve(host)
-        self._check(host, ip)
-        return ip
+    _classify = staticmethod(_classify)
 
-    def _check(self, host: str, ip: str) -> None:
-        check_address(
-            host,
-            ip,
-            mapped=self.resolver.is_mapped(host),
-            allow_private=self.allow_private,
-            allow_networks=self.allow_networks,
-        )
-
-    async def fetch(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        read_any_type: bool = False,
-        max_body_bytes: int | None = None,
-        ip: str | None = None,
-        on_sent: Callable[[], None] | None = None,
-    ) -> FetchResult:
-        """GET `url` without following redirects; web failures come back as results.
-
-        `ip`, if given, is the address from an earlier `resolve(host)` (it is checked
-        again); otherwise the host is resolved here. `max_body_bytes` overrides the
-        fetcher's raw body cap for this call (robots.txt uses 500 KiB). `on_sent` is called
-        once the request head is written to the connection (the per-IP gate's start).
-        """
-        exchange = _Exchange(
-            url=url, started_at=time.time(), start_s=time.monotonic(), on_sent=on_sent
-        )
-        self._fetches += 1
-        self._in_flight += 1
+    async def _exchange(self, exchange: Exchange) -> None:
         try:
-            async with asyncio.timeout(self.total_timeout_s):
-                await self._exchange(
-                    exchange,
-                    headers=headers,
-                    read_any_type=read_any_type,
-                    max_body_bytes=self.max_body_bytes
-                    if max_body_bytes is None
-                    else max_body_bytes,
-                    ip=ip,
-                )
-        except _WEB_FAILURES as exc:
-            exchange.error_kind, exchange.error = _classify(exc)
-        finally:
-            self._in_flight -= 1
-            self._bytes_read += exchange.raw_bytes
-        if exchange.error_kind is not None:
-            self._failures += 1
-        return exchange.result()
-
-    async def _exchange(
-        self,
-        exchange: _Exchange,
-        *,
-        headers: Mapping[str, str] | None,
-        read_any_type: bool,
-        max_body_bytes: int,
-        ip: str | None,
-    ) -> None:
-        try:
-            target = yarl.URL(exchange.url, encoded=_is_plain_ascii(exchange.url))
+            target = yarl.URL(exchange.url, encoded=is_plain_ascii(exchange.url))
         except ValueError as exc:
             raise aiohttp.InvalidURL(exchange.url, str(exc)) from exc
         host = target.raw_host
         if not host or target.scheme not in ("http", "https"):
             raise aiohttp.InvalidURL(exchange.url)
-        if ip is None:
-            ip = await self.resolve(host)
-        else:
-            self._check(host, ip)
-        exchange.ip = ip
+        ip = await self._address(exchange, host)
         token = pinned_address.set((host.rstrip(".").lower(), ip))
         sending = _sending.set(exchange)
         try:
             session = self._ensure_session()
             async with session.get(
-                target, headers=self._request_headers(headers), allow_redirects=False
+                target, headers=self._request_headers(exchange.extra_headers), allow_redirects=False
             ) as resp:
                 exchange.ip = _peer_ip(resp) or ip
                 exchange.status = resp.status
                 exchange.headers = tuple(
-                    (_decode_header(k), _decode_header(v)) for k, v in resp.raw_headers
+                    (decode_header(k), decode_header(v)) for k, v in resp.raw_headers
                 )
                 exchange.raw_headers_block = _raw_headers_block(resp)
-                mime = _mime_type(resp.headers.get("Content-Type"))
-                if not (read_any_type or mime in self.stored_types):
+                mime = mime_type(resp.headers.get("Content-Type"))
+                if not (exchange.read_any_type or mime in self.stored_types):
                     _discard_body(resp)
                     return
-                await self._read_body(exchange, resp, max_body_bytes)
+                await self._read_body(exchange, resp)
         finally:
             _sending.reset(sending)
             pinned_address.reset(token)
 
-    async def _read_body(
-        self, exchange: _Exchange, resp: aiohttp.ClientResponse, max_body_bytes: int
-    ) -> None:
+    async def _read_body(self, exchange: Exchange, resp: aiohttp.ClientResponse) -> None:
         decoder = BodyDecoder(resp.headers.get("Content-Encoding"), self.max_decoded_bytes)
-        while not decoder.is_stopped:
-            chunk = await resp.content.readany()
-            if not chunk:
-                break
-            room = max_body_bytes - exchange.raw_bytes
-            if len(chunk) > room:
-                chunk = chunk[:room]
-                exchange.truncated = True
-            exchange.raw_bytes += len(chunk)
-            decoder.feed(chunk)
-            if exchange.truncated:
+        while not decoder.is_stopped and (chunk := await resp.content.readany()):
+            if exchange.feed_body(decoder, chunk):
                 break
         if exchange.truncated or decoder.is_stopped:
             resp.close()  # the rest of the body is unwanted; this connection can't be reused
-        body = decoder.finish(expect_end=not exchange.truncated)
-        if decoder.too_big:
-            exchange.error_kind = "too_big"
-            exchange.error = f"body decodes to more than {self.max_decoded_bytes} bytes"
-        elif decoder.error is not None:
-            exchange.error_kind, exchange.error = "decode", decoder.error
-        exchange.body = body
-
-    def _request_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        headers = {
-            "User-Agent": self.user_agent,
-            "Accept": ACCEPT,
-            "Accept-Encoding": ACCEPT_ENCODING,
-        }
-        if extra:
-            headers.update(extra)
-        return headers
+        exchange.take_body(decoder)
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         # Built on first use so it binds to the running loop (aiohttp requires one).
@@ -474,7 +312,7 @@ class _IdleClosing(ResponseHandler):
 # The fetch the running task is making, for _RecordingRequest: aiohttp builds the request
 # object itself, so this is how the exchange reaches it. Set and reset around session.get
 # by that fetch's task only (task-local, like dns.pinned_address).
-_sending: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
+_sending: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
     "trawl_sending", default=None
 )
 
@@ -501,10 +339,3 @@ class _RecordingRequest(aiohttp.ClientRequest):
                 )
                 if exchange.on_sent is not None:
                     exchange.on_sent()
-
-
-def _is_plain_ascii(url: str) -> bool:
-    """Send a normalised URL byte for byte; let yarl quote anything that isn't."""
-    # Every character in 33..126: ASCII, printable (no C0 controls, no DEL), and no space
-    # (the one printable ASCII character below 33). Three C loops instead of a genexpr.
-    return url.isascii() and url.isprintable() and " " not in url
