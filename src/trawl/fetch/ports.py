@@ -1,7 +1,9 @@
-"""What the crawl loop asks of its fetcher (a port; the adapter is fetch.fetcher.AiohttpFetcher).
+"""What the crawl loop asks of its fetcher (a port).
 
-Adapters pass one contract suite (tests/contract/test_fetcher.py), so a test can put the
-scripted fake (tests/fakes/fetcher.py) where the real fetcher goes and see the same results.
+The crawl's adapter is fetch.http1.Http1Fetcher (asyncio connections, llhttp); fetch.
+fetcher.AiohttpFetcher is the reference it was held to, kept as a second adapter. Adapters
+pass one contract suite (tests/contract/test_fetcher.py), so a test can put the scripted
+fake (tests/fakes/fetcher.py) where the real fetcher goes and see the same results.
 """
 
 from __future__ import annotations
