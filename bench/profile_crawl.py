@@ -45,8 +45,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "HTTP fetch (aiohttp)",
-        ("Fetcher.fetch", "aiohttp/", "_SelectorSocketTransport", "uvloop", "Transport"),
+        # The crawl's Http1Fetcher (its protocol callbacks run straight from uvloop); the
+        # aiohttp adapter's frames still count here for a base tree that fetched with it.
+        "HTTP fetch (trawl/fetch, or aiohttp before)",
+        ("Fetcher.fetch", "trawl/fetch/", "aiohttp/", "_SelectorSocketTransport", "uvloop"),
     ),
     ("link scores + in-link counts", ("link_scores.py", "inlinks.py", "scoring.py")),
     ("duplicates: fingerprint index, revisits", ("loop/content.py", "fingerprints_sqlite")),
