@@ -1,9 +1,7 @@
-"""What the crawl loop asks of its fetcher (a port).
+"""What the crawl loop asks of its fetcher (a port; the adapter is fetch.fetcher.AiohttpFetcher).
 
-The crawl's adapter is fetch.http1.Http1Fetcher (asyncio connections, llhttp); fetch.
-fetcher.AiohttpFetcher is the reference it was held to, kept as a second adapter. Adapters
-pass one contract suite (tests/contract/test_fetcher.py), so a test can put the scripted
-fake (tests/fakes/fetcher.py) where the real fetcher goes and see the same results.
+Adapters pass one contract suite (tests/contract/test_fetcher.py), so a test can put the
+scripted fake (tests/fakes/fetcher.py) where the real fetcher goes and see the same results.
 """
 
 from __future__ import annotations
