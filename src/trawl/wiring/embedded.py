@@ -13,7 +13,8 @@ from trawl import __version__
 from trawl.clock import Clock, SystemClock
 from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
-from trawl.fetch.fetcher import AiohttpFetcher, build_user_agent
+from trawl.fetch.fetcher import AiohttpFetcher
+from trawl.fetch.http_common import build_user_agent
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
