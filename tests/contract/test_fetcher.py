@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 import pytest
 from tests.fakes.fetcher import Answer, ScriptedFetcher
 from tests.servers.dns import DnsServer
+from tests.servers.raw_http import response_head
 
 from trawl.errors import FetchError
 from trawl.fetch.dns import CachingResolver, HostMap
@@ -138,10 +139,8 @@ class ScriptServer:
 
 
 def _wire(answer: Answer) -> bytes:
-    reason = http.HTTPStatus(answer.status).phrase
-    lines = [f"HTTP/1.1 {answer.status} {reason}"]
-    lines.extend(f"{k}: {v}" for k, v in answer.headers)
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + answer.body
+    status = f"{answer.status} {http.HTTPStatus(answer.status).phrase}"
+    return response_head(status, answer.headers) + answer.body
 
 
 class RealHarness:

@@ -23,6 +23,7 @@ import aiohttp
 import brotli
 import pytest
 from tests.servers.dns import DnsServer
+from tests.servers.raw_http import response_head
 
 from trawl.errors import BlockedAddress, ConfigError, FetchError
 from trawl.fetch.dns import CachingResolver, HostMap
@@ -63,16 +64,11 @@ class Web:
 Route = Callable[[asyncio.StreamWriter, Connection], Awaitable[bool]]  # True: keep alive
 
 
-def _head(status: str, headers: list[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status}"] + [f"{k}: {v}" for k, v in headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
 def _simple(body: bytes, ctype: str = "text/html; charset=utf-8", **extra: str) -> Route:
     async def route(writer: asyncio.StreamWriter, conn: Connection) -> bool:
         headers = [("Content-Type", ctype), ("Content-Length", str(len(body)))]
         headers += [(k.replace("_", "-"), v) for k, v in extra.items()]
-        writer.write(_head("200 OK", headers) + body)
+        writer.write(response_head("200 OK", headers) + body)
         await writer.drain()
         return True
 
@@ -82,19 +78,21 @@ def _simple(body: bytes, ctype: str = "text/html; charset=utf-8", **extra: str) 
 async def _redirect(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     body = b"<a href='/page'>moved</a>"
     headers = [("Location", "/page"), ("Content-Type", "text/html"), ("Content-Length", "25")]
-    writer.write(_head("301 Moved Permanently", headers) + body)
+    writer.write(response_head("301 Moved Permanently", headers) + body)
     await writer.drain()
     return True
 
 
 async def _not_modified(writer: asyncio.StreamWriter, conn: Connection) -> bool:
-    writer.write(_head("304 Not Modified", [("ETag", '"v1"')]))
+    writer.write(response_head("304 Not Modified", [("ETag", '"v1"')]))
     await writer.drain()
     return True
 
 
 async def _drip(writer: asyncio.StreamWriter, conn: Connection) -> bool:
-    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "100")]))
+    writer.write(
+        response_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "100")])
+    )
     for _ in range(100):
         writer.write(b"x")
         await writer.drain()
@@ -105,7 +103,7 @@ async def _drip(writer: asyncio.StreamWriter, conn: Connection) -> bool:
 async def _stream_body(
     writer: asyncio.StreamWriter, conn: Connection, ctype: str, size: int
 ) -> bool:
-    writer.write(_head("200 OK", [("Content-Type", ctype), ("Content-Length", str(size))]))
+    writer.write(response_head("200 OK", [("Content-Type", ctype), ("Content-Length", str(size))]))
     return await _write_all(writer, conn, bytes(size))
 
 
@@ -144,7 +142,7 @@ async def _bomb(writer: asyncio.StreamWriter, conn: Connection) -> bool:
         ("Content-Encoding", "gzip"),
         ("Content-Length", str(len(BOMB))),
     ]
-    writer.write(_head("200 OK", headers))
+    writer.write(response_head("200 OK", headers))
     return await _write_all(writer, conn, BOMB)
 
 
@@ -160,7 +158,9 @@ async def _reset(writer: asyncio.StreamWriter, conn: Connection) -> bool:
 
 
 async def _cut_body(writer: asyncio.StreamWriter, conn: Connection) -> bool:
-    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "5000")]))
+    writer.write(
+        response_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "5000")])
+    )
     writer.write(b"<html>" * 100)
     await writer.drain()
     _set_rst_on_close(writer)
@@ -170,14 +170,14 @@ async def _cut_body(writer: asyncio.StreamWriter, conn: Connection) -> bool:
 
 async def _bad_chunks(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     headers = [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]
-    writer.write(_head("200 OK", headers) + b"5\r\nhello\r\nzz-not-hex\r\nxx\r\n0\r\n\r\n")
+    writer.write(response_head("200 OK", headers) + b"5\r\nhello\r\nzz-not-hex\r\nxx\r\n0\r\n\r\n")
     await writer.drain()
     return False
 
 
 async def _huge_header(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     headers = [("Content-Type", "text/html"), ("X-Junk", "j" * 20000), ("Content-Length", "2")]
-    writer.write(_head("200 OK", headers) + b"ok")
+    writer.write(response_head("200 OK", headers) + b"ok")
     await writer.drain()
     return False
 
@@ -186,7 +186,7 @@ async def _then_unasked(writer: asyncio.StreamWriter, conn: Connection) -> bool:
     """A page, then, while the connection idles, a whole second answer nobody asked for."""
     await _simple(PAGE)(writer, conn)
     await asyncio.sleep(0.05)
-    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "5")]))
+    writer.write(response_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "5")]))
     writer.write(b"stale")
     await writer.drain()
     return True

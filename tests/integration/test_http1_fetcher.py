@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trustme
+from tests.servers.raw_http import response_head
 
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.fetcher import AiohttpFetcher
@@ -34,12 +35,9 @@ PAGE = b"<!doctype html><title>t</title>" + b"<p>http1 test page</p>" * 100
 HOSTS = ("site.test", "a.test", "b.test", "c.test")
 
 
-def _head(status: str, headers: list[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status}"] + [f"{k}: {v}" for k, v in headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-PAGE_ANSWER = _head("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(PAGE)))])
+PAGE_ANSWER = response_head(
+    "200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(PAGE)))]
+)
 PAGE_ANSWER += PAGE
 
 
@@ -70,8 +68,8 @@ async def _slow(writer: asyncio.StreamWriter, n: int) -> bool:
 
 
 async def _early_hints(writer: asyncio.StreamWriter, n: int) -> bool:
-    writer.write(_head("100 Continue", []))
-    writer.write(_head("103 Early Hints", [("Link", "</s.css>; rel=preload; as=style")]))
+    writer.write(response_head("100 Continue", []))
+    writer.write(response_head("103 Early Hints", [("Link", "</s.css>; rel=preload; as=style")]))
     await writer.drain()
     await asyncio.sleep(0.05)  # the real answer in a read of its own
     return await _page(writer, n)
@@ -79,17 +77,17 @@ async def _early_hints(writer: asyncio.StreamWriter, n: int) -> bool:
 
 async def _many_headers(writer: asyncio.StreamWriter, n: int) -> bool:
     extra = [(f"X-H{i}", "v") for i in range(5)]
-    writer.write(_head("200 OK", [*extra, ("Content-Length", "0")]))
+    writer.write(response_head("200 OK", [*extra, ("Content-Length", "0")]))
     return True
 
 
 async def _long_header(writer: asyncio.StreamWriter, n: int) -> bool:
-    writer.write(_head("200 OK", [("X-Long", "v" * 300), ("Content-Length", "0")]))
+    writer.write(response_head("200 OK", [("X-Long", "v" * 300), ("Content-Length", "0")]))
     return True
 
 
 async def _long_reason(writer: asyncio.StreamWriter, n: int) -> bool:
-    writer.write(_head("200 " + "O" * 300, [("Content-Length", "0")]))
+    writer.write(response_head("200 " + "O" * 300, [("Content-Length", "0")]))
     return True
 
 
@@ -103,7 +101,7 @@ async def _endless_header(writer: asyncio.StreamWriter, n: int) -> bool:
 
 
 async def _until_close(writer: asyncio.StreamWriter, n: int) -> bool:
-    writer.write(_head("200 OK", [("Content-Type", "text/html")]) + PAGE[:1000])
+    writer.write(response_head("200 OK", [("Content-Type", "text/html")]) + PAGE[:1000])
     await writer.drain()
     await asyncio.sleep(0.05)
     writer.write(PAGE[1000:])
@@ -112,13 +110,13 @@ async def _until_close(writer: asyncio.StreamWriter, n: int) -> bool:
 
 async def _chunked_cut(writer: asyncio.StreamWriter, n: int) -> bool:
     headers = [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]
-    writer.write(_head("200 OK", headers) + b"5\r\nhello\r\n")
+    writer.write(response_head("200 OK", headers) + b"5\r\nhello\r\n")
     return False
 
 
 async def _chunked(writer: asyncio.StreamWriter, n: int) -> bool:
     headers = [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]
-    writer.write(_head("200 OK", headers) + b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+    writer.write(response_head("200 OK", headers) + b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
     return True
 
 
@@ -133,7 +131,9 @@ async def _never(writer: asyncio.StreamWriter, n: int) -> bool:
 
 
 async def _drip(writer: asyncio.StreamWriter, n: int) -> bool:
-    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "100")]))
+    writer.write(
+        response_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", "100")])
+    )
     for _ in range(100):
         writer.write(b"x")
         await writer.drain()
