@@ -207,7 +207,7 @@ class AiohttpFetcher(FetcherBase):
         if not host or target.scheme not in ("http", "https"):
             raise aiohttp.InvalidURL(exchange.url)
         ip = await self._address(exchange, host)
-        token = pinned_address.set((host.rstrip(".").lower(), ip))
+        token = pinned_address.set((normalise_host(host), ip))
         sending = _sending.set(exchange)
         try:
             session = self._ensure_session()
