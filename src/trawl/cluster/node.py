@@ -207,33 +207,44 @@ class ClusterNode:
         """Publish everything so far, then write each partition's checkpoint (its token as
         fence) and trim its stream up to the position the checkpoint covers."""
         ctx = self.ctx
-        sites = self._sites_by_partition()
+        loaded = self.table.begin_read()  # which load of each partition this is about
         positions = self.table.checkpoint_positions(tokens)
+        sites = self._sites_by_partition()
         for partition in positions:
             for site in sites.get(partition, ()):
                 ctx.sites.write(site)
         ctx.durability.commit()
         await self.publisher.publish()  # host records and pages before the checkpoints
-        uploads = [
-            self._write_checkpoint(p, tokens[p], position, sites.get(p, []))
-            for p, position in positions.items()
-        ]
-        for i in range(0, len(uploads), CHECKPOINT_UPLOADS):
-            await asyncio.gather(*uploads[i : i + CHECKPOINT_UPLOADS])
+        due = list(positions.items())
+        for i in range(0, len(due), CHECKPOINT_UPLOADS):
+            # The sites, rows and seen slice are read together, with no await in between:
+            # sites listed before the publish above would miss one whose first URL came in
+            # during it, a URL then in the slice and past the position but in no row, which
+            # the next owner would drop as seen. A partition handed over (or lost and taken
+            # again) during the awaits is skipped: its hand-over wrote its last checkpoint,
+            # and one taken now would be empty and later, so the next owner's latest.
+            sites = self._sites_by_partition()
+            taken = [
+                self._take_checkpoint(p, tokens[p], position, sites.get(p, []))
+                for p, position in due[i : i + CHECKPOINT_UPLOADS]
+                if self.table.is_current(loaded, p)
+            ]
+            await asyncio.gather(*(self._write_checkpoint(c) for c in taken))
 
-    async def _write_checkpoint(
+    def _take_checkpoint(
         self, partition: int, token: int, position: str, sites: list[str]
-    ) -> None:
+    ) -> PartitionCheckpoint:
         # Rows are read after the position: a row queued meanwhile is kept twice at worst
         # (queue and stream), and the seen slice drops the replayed copy.
         rows = tuple(QueuedRow(*row) for row in self.ctx.frontier.rows_of(sites))
-        taken_at = time.time()
-        data = PartitionCheckpoint(
-            partition, token, taken_at, position, rows, self.seen.slice_bytes(partition)
-        ).encode()
-        key = checkpoint_keys.key_for(partition, token, taken_at)
-        await asyncio.to_thread(self.blobs.put, key, data)
-        self.table.checkpointed(partition, position, wall_now=taken_at)
+        seen = self.seen.slice_bytes(partition)
+        return PartitionCheckpoint(partition, token, time.time(), position, rows, seen)
+
+    async def _write_checkpoint(self, checkpoint: PartitionCheckpoint) -> None:
+        partition, position = checkpoint.partition, checkpoint.stream_id
+        key = checkpoint_keys.key_for(partition, checkpoint.fence, checkpoint.taken_at)
+        await asyncio.to_thread(lambda: self.blobs.put(key, checkpoint.encode()))
+        self.table.checkpointed(partition, position, wall_now=checkpoint.taken_at)
         if position != START:
             with contextlib.suppress(CoordinatorUnavailable):  # trimmed after the next one
                 await self.links.trim_through(partition, position)
