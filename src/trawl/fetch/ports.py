@@ -1,10 +1,7 @@
 """What the crawl loop asks of its fetcher (a port).
 
-The crawl's adapter is fetch.fetcher.AiohttpFetcher. fetch.http1.Http1Fetcher (asyncio
-connections, llhttp) passes the same suite at half the CPU a fetch and is not wired yet
-(issue 17, bench/RESULTS.md: it was unwired for a cluster test's stall that then recurred
-with AiohttpFetcher too).
-
+The crawl's adapter is fetch.http1.Http1Fetcher (asyncio connections, llhttp);
+fetch.fetcher.AiohttpFetcher is the reference it was held to, kept as a second adapter.
 Adapters pass one contract suite (tests/contract/test_fetcher.py), so a test can put the
 scripted fake (tests/fakes/fetcher.py) where the real fetcher goes and see the same results.
 """

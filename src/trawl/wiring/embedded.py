@@ -13,7 +13,7 @@ from trawl import __version__
 from trawl.clock import Clock, SystemClock
 from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
-from trawl.fetch.fetcher import AiohttpFetcher
+from trawl.fetch.http1 import Http1Fetcher
 from trawl.fetch.http_common import build_user_agent
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.intake import Intake
@@ -322,14 +322,14 @@ def loop_policy(settings: Settings) -> LoopPolicy:
     )
 
 
-def _fetcher(settings: Settings) -> AiohttpFetcher:
+def _fetcher(settings: Settings) -> Http1Fetcher:
     net = settings.network
     host_map = HostMap.from_options(net.resolve, Path(net.hosts_file) if net.hosts_file else None)
     resolver = CachingResolver(
         host_map, dns_server=net.dns_server or None, ttl_s=settings.fetch.dns_ttl_s
     )
     f = settings.fetch
-    return AiohttpFetcher(
+    return Http1Fetcher(
         user_agent=user_agent(settings),
         resolver=resolver,
         allow_private=net.allow_private,
