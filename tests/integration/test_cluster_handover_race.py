@@ -20,6 +20,8 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING
 
+from tests.fakes.cluster import FreeIpSlots
+
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import CHECKPOINT_UPLOADS, ClusterNode
@@ -104,15 +106,6 @@ class AllLeases:
     def token(self, partition: int) -> int | None:
         return 1
 
-    async def try_acquire(self, ip: str) -> float | None:
-        return None
-
-    def note_sent(self, ip: str) -> Awaitable[None]:
-        return asyncio.sleep(0)
-
-    async def release(self, ip: str) -> None:
-        return None
-
 
 class NoScopeRecord:
     async def sync_or_retry_later(self) -> None:
@@ -131,7 +124,7 @@ def make_node(
     publisher = Publisher()
     placement = NodePlacement(
         owner=name, table=table, leases=leases, router=LinkBuffers(N, sent_capacity=100),
-        publisher=publisher, ip_slots=leases,
+        publisher=publisher, ip_slots=FreeIpSlots(),
     )  # fmt: skip
     seen = PartitionedSeen(expected_urls=1000, fp_rate=0.001, partitions=N)
     work = tmp_path / name

@@ -16,6 +16,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tests.fakes.cluster import FreeIpSlots
+
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.placement import NodePlacement
@@ -26,7 +28,6 @@ from trawl.politeness.site_state import SiteState
 from trawl.wiring.embedded import build_context
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
     from pathlib import Path
 
     from trawl.loop.context import CrawlContext
@@ -60,16 +61,7 @@ class AllLeases:
         return True
 
 
-class NoCoordinator:
-    async def try_acquire(self, ip: str) -> float | None:
-        return None
-
-    def note_sent(self, ip: str) -> Awaitable[None]:
-        return asyncio.sleep(0)
-
-    async def release(self, ip: str) -> None:
-        return None
-
+class NoCoordinator(FreeIpSlots):
     async def publish(self) -> None:
         return None
 
