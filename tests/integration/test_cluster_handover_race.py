@@ -1,24 +1,25 @@
-"""A URL that reaches a partition while its owner checkpoints it must survive the hand-over.
+"""What a partition's owner checkpoints must be all the next owner needs: no URL lost.
 
 CI's cluster tests lost a few pages now and then ("timed out waiting for every page"; the
-missing pages queued nowhere, fetched by no one). The cause: a checkpoint listed the
-partition's sites first, then awaited the publish of what was written so far, then read
-the rows of the sites it had listed together with the seen slice. A URL of a site new to
-the partition, read from its stream during that await, went into the seen slice but not
-into the rows, while the checkpoint's stream position lay before it: the next owner
-replayed the entry, found the URL seen, and dropped it.
+missing pages queued nowhere, fetched by no one). A checkpoint listed the partition's
+sites first, then awaited the publish of what was written so far, then read the rows of
+the sites it had listed together with the seen slice. A URL of a site new to the
+partition, read from its stream during that await, went into the seen slice but not into
+the rows, while the checkpoint's stream position lay before it: the next owner replayed
+the entry, found the URL seen, and dropped it. Likewise a page done during that await: its
+row gone, its record and links waiting for the next publish, which a crash never sends.
+Checkpoints are now taken at the publish's cut.
 
 Real parts: the crawl's context as a node wires it (SQLite frontier, intake, sites), the
 partitioned seen set, the partition table, ClusterNode's hand-over, take-over and stream
 consumer, checkpoints in a local blob store. In memory: the link streams, the publisher
-(its publish is where the URL arrives) and the scope record.
-"""
+(its cut, and `during`, run while it completes) and the scope record."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tests.fakes.cluster import FreeIpSlots
 
@@ -47,6 +48,7 @@ NEW_SITE = next(
     f"b{i}.test" for i in range(1000) if partition_of(f"b{i}.test", N) == partition_of(OLD_SITE, N)
 )
 PARTITION = partition_of(OLD_SITE, N)
+T = TypeVar("T")
 
 
 def link(site: str, path: str) -> RoutedLink:
@@ -81,22 +83,31 @@ class Streams:
         return trimmed
 
 
-class NoPages:
-    def fetched_since(self, partition: int, since: float) -> list[str]:
-        return []  # nothing was fetched in this test
-
-
 class Publisher:
-    """Publishes nothing; `during` runs inside the first publish (an await of the crawl's)."""
+    """The commit publisher in memory. What a page's outcome wrote (its urlHash, in
+    `pending`) reaches the shared stores (`published`, what `fetched_since` answers) with
+    the first cut after it; `during` runs while a publish completes its cut."""
 
     def __init__(self) -> None:
-        self.pg = NoPages()
+        self.pg = self
+        self.pending: list[str] = []
+        self.published: set[str] = set()
         self.during: Callable[[], Awaitable[None]] | None = None
 
+    def fetched_since(self, partition: int, since: float) -> list[str]:
+        return sorted(self.published)
+
     async def publish(self) -> None:
+        await self.publish_with(lambda: None)
+
+    async def publish_with(self, snapshot: Callable[[], T]) -> T:
+        cut, self.pending = self.pending, []
+        taken = snapshot()
         during, self.during = self.during, None
         if during is not None:
             await during()
+        self.published.update(cut)
+        return taken
 
 
 class AllLeases:
@@ -221,5 +232,42 @@ def test_a_periodic_checkpoint_still_running_at_the_hand_over_writes_nothing_lat
         assert asyncio.run(scenario()) == {queued.url}
     finally:
         blobs.gate.set()
+        for ctx in (old_ctx, new_ctx):
+            asyncio.run(ctx.durability.close())
+
+
+def test_a_page_done_while_the_checkpoint_publishes_is_in_it_or_in_the_shared_stores(
+    tmp_path: Path,
+) -> None:
+    """A page done after the publish's cut has its record and links in the next cut only:
+    the checkpoint must still hold its row, or a crash before that cut loses the URL (in
+    the seen slice, in no row, never fetched as the shared stores know)."""
+    streams, blobs = Streams(), LocalBlobStore(tmp_path / "blobs")
+    old, old_ctx = make_node(tmp_path, "n1", streams, blobs)
+    new, new_ctx = make_node(tmp_path, "n2", streams, blobs)
+    page = link(OLD_SITE, "/1.html")
+
+    async def scenario() -> set[str]:
+        old.table.load(PARTITION, START, now=0.0, wall_now=0.0)
+        streams.append(PARTITION, page)
+        assert await old.consume_once() == 1
+        queued = old_ctx.frontier.head(OLD_SITE)
+        assert queued is not None
+        lease = old_ctx.frontier.lease(queued, now=0.0)
+
+        async def page_done() -> None:
+            old_ctx.frontier.done(lease)
+            old.publisher.pending.append(page.url_hash)  # type: ignore[attr-defined]
+
+        old.publisher.during = page_done  # type: ignore[attr-defined]
+        await old.checkpoint_many({PARTITION: 1})
+        # The node dies here: its next cut, with the page's record, never goes out.
+        await new.on_acquired(PARTITION, 2)
+        await new.consume_once()
+        return queued_urls(new_ctx)
+
+    try:
+        assert asyncio.run(scenario()) == {page.url}
+    finally:
         for ctx in (old_ctx, new_ctx):
             asyncio.run(ctx.durability.close())

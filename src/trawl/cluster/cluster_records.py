@@ -26,7 +26,7 @@ import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.errors import DataError
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from trawl.store.warc_chunks import ChunkBatch, WarcChunkWriter
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A due page taken into a node's queue comes due again this much later unless its fetch
 # records a new due time first: a node that dies with it queued does not lose the refetch.
@@ -108,19 +110,33 @@ class CommitPublisher:
         Redis or object-store failure (the next call resumes there)."""
         async with self._lock:
             self._cut()
-            while self._cuts:
-                cut = self._cuts[0]
-                try:
-                    await self._complete(cut)
-                except (CoordinatorUnavailable, DataError) as exc:
-                    if cut.links_sent and cut.chunks_uploaded:
-                        raise  # PostgreSQL refused: the batch is gone, stop the node
-                    self._failures += 1
-                    self._last_failure = str(exc)
-                    log.warning("publishing a commit failed, will retry: %s", exc)
-                    return
-                self._cuts.popleft()
-                self._published += 1
+            await self._complete_cuts()
+
+    async def publish_with(self, snapshot: Callable[[], T]) -> T | None:
+        """`publish`, calling `snapshot()` at the cut, with no await in between: what it
+        reads (a partition's queue and seen slice) then matches what the cut holds (the
+        pages done, their records and links). Its value is returned once every cut up to
+        this one is complete; None when one failed (the next publish resumes)."""
+        async with self._lock:
+            self._cut()
+            taken = snapshot()
+            return taken if await self._complete_cuts() else None
+
+    async def _complete_cuts(self) -> bool:
+        while self._cuts:
+            cut = self._cuts[0]
+            try:
+                await self._complete(cut)
+            except (CoordinatorUnavailable, DataError) as exc:
+                if cut.links_sent and cut.chunks_uploaded:
+                    raise  # PostgreSQL refused: the batch is gone, stop the node
+                self._failures += 1
+                self._last_failure = str(exc)
+                log.warning("publishing a commit failed, will retry: %s", exc)
+                return False
+            self._cuts.popleft()
+            self._published += 1
+        return True
 
     async def _complete(self, cut: _Cut) -> None:
         if not cut.links_sent:

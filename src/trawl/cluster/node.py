@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Protocol
@@ -46,7 +47,7 @@ from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 if TYPE_CHECKING:
     from trawl.cluster.cluster_records import CommitPublisher
     from trawl.cluster.cluster_scope import ClusterScope
-    from trawl.cluster.partition_table import NodeStats, PartitionTable
+    from trawl.cluster.partition_table import NodeStats, PartitionTable, StreamRead
     from trawl.cluster.redis_links import RedisLinks
     from trawl.loop.context import CrawlContext
     from trawl.seen.partitioned import PartitionedSeen
@@ -204,38 +205,51 @@ class ClusterNode:
         await self.checkpoint_many({partition: token})
 
     async def checkpoint_many(self, tokens: dict[int, int]) -> None:
-        """Publish everything so far, then write each partition's checkpoint (its token as
-        fence) and trim its stream up to the position the checkpoint covers."""
+        """Write each partition's checkpoint (its token as fence), a chunk of partitions at
+        a time, and trim its stream up to the position the checkpoint covers.
+
+        A chunk's checkpoints are taken at a publish's cut (`publish_with`): everything done
+        before it (pages, their records and links) is in the shared stores before the
+        checkpoint is written, and what is queued then is in the checkpoint's rows. Taken
+        at any other moment, a checkpoint could hold a URL in its seen slice that is in
+        neither its rows nor the stream past its position (a page done after the cut, a
+        site whose first URL arrived during the publish), which the next owner would never
+        fetch. A failed publish leaves the checkpoints to the next round.
+        """
         ctx = self.ctx
         loaded = self.table.begin_read()  # which load of each partition this is about
-        positions = self.table.checkpoint_positions(tokens)
         sites = self._sites_by_partition()
-        for partition in positions:
+        for partition in self.table.checkpoint_positions(tokens):
             for site in sites.get(partition, ()):
-                ctx.sites.write(site)
+                ctx.sites.write(site)  # host records go out with the first cut
         ctx.durability.commit()
-        await self.publisher.publish()  # host records and pages before the checkpoints
-        due = list(positions.items())
+        due = list(tokens)
         for i in range(0, len(due), CHECKPOINT_UPLOADS):
-            # The sites, rows and seen slice are read together, with no await in between:
-            # sites listed before the publish above would miss one whose first URL came in
-            # during it, a URL then in the slice and past the position but in no row, which
-            # the next owner would drop as seen. A partition handed over (or lost and taken
-            # again) during the awaits is skipped: its hand-over wrote its last checkpoint,
-            # and one taken now would be empty and later, so the next owner's latest.
-            sites = self._sites_by_partition()
-            taken = [
-                self._take_checkpoint(p, tokens[p], position, sites.get(p, []))
-                for p, position in due[i : i + CHECKPOINT_UPLOADS]
-                if self.table.is_current(loaded, p)
-            ]
+            chunk = due[i : i + CHECKPOINT_UPLOADS]
+            taken = await self.publisher.publish_with(
+                functools.partial(self._take_checkpoints, chunk, tokens, loaded)
+            )
+            if taken is None:
+                return
             await asyncio.gather(*(self._write_checkpoint(c) for c in taken))
+
+    def _take_checkpoints(
+        self, partitions: list[int], tokens: dict[int, int], loaded: StreamRead
+    ) -> list[PartitionCheckpoint]:
+        # A partition handed over (or lost and taken again) while an earlier chunk was
+        # written is skipped: its hand-over wrote its last checkpoint, and one taken now
+        # would be empty and later, so the next owner's latest.
+        current = [p for p in partitions if self.table.is_current(loaded, p)]
+        sites = self._sites_by_partition()
+        return [
+            self._take_checkpoint(p, tokens[p], position, sites.get(p, []))
+            for p, position in self.table.checkpoint_positions(current).items()
+        ]
 
     def _take_checkpoint(
         self, partition: int, token: int, position: str, sites: list[str]
     ) -> PartitionCheckpoint:
-        # Rows are read after the position: a row queued meanwhile is kept twice at worst
-        # (queue and stream), and the seen slice drops the replayed copy.
+        # Position, rows and slice are read at one instant (the publish's cut).
         rows = tuple(QueuedRow(*row) for row in self.ctx.frontier.rows_of(sites))
         seen = self.seen.slice_bytes(partition)
         return PartitionCheckpoint(partition, token, time.time(), position, rows, seen)
