@@ -96,7 +96,12 @@ class Cluster:
         except psycopg.errors.UndefinedTable:  # no node has connected yet
             return 0
 
-    def wait_for(self, what: str, check: Callable[[], bool], timeout_s: float) -> None:
+    def wait_for(
+        self, what: str, check: Callable[[], bool], timeout_s: float,
+        detail: Callable[[], str] | None = None,
+    ) -> None:  # fmt: skip
+        """Until `check()`; on a timeout the error says what `detail()` tells and where
+        each node's progress stood (so a failed CI run shows what was missing where)."""
         deadline = time.monotonic() + timeout_s
         while not check():
             for node_id, proc in self.nodes.items():
@@ -105,8 +110,15 @@ class Cluster:
                     tail = self.log_of(node_id)[-3000:]
                     raise AssertionError(f"{node_id} exited {code}:\n{tail}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
+                lines = [detail()] if detail is not None else []
+                lines += [f"{n}: {self.last_progress(n)}" for n in self.nodes]
+                raise AssertionError(f"timed out waiting for {what}\n" + "\n".join(lines))
             time.sleep(0.25)
+
+    def last_progress(self, node_id: str) -> str:
+        """The node's last progress line ("pages … queued … sites …"), if any."""
+        lines = [line for line in self.log_of(node_id).splitlines() if "  pages " in line]
+        return lines[-1].strip() if lines else "(no progress line)"
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from trawl.cluster.redis_coord import ClusterKeys, connect
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
+from trawl.urls.registered_domain import registered_domain
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,6 +67,19 @@ def wait_owned_by(
         f"partitions owned by {members}", lambda: owners(cluster, redis) == wanted, timeout_s
     )
     return time.monotonic() - started
+
+
+def wait_for_every_page(cluster: Cluster, expected: set[tuple[str, str]]) -> None:
+    web = cluster.web
+
+    def missing() -> str:
+        pages = sorted(expected - set(fetched_pages(web)))
+        where = [
+            f"{h}{p} (partition {partition_of(registered_domain(h), PARTITIONS)})" for h, p in pages
+        ]
+        return f"{len(pages)} pages never fetched: {', '.join(where[:12])}"
+
+    cluster.wait_for("every page", lambda: expected <= set(fetched_pages(web)), 150, missing)
 
 
 def check_complete(cluster: Cluster, fetched: Counter[tuple[str, str]]) -> None:
@@ -137,7 +151,7 @@ def test_three_nodes_fetch_every_page_once_politely(
         cluster.start_node("n2", extra=("--listen", f"127.0.0.1:{port}"))
         cluster.start_node("n3")
         wait_owned_by(cluster, redis_single, ["n1", "n2", "n3"], 30)
-        cluster.wait_for("every page", lambda: expected <= set(fetched_pages(web)), 150)
+        wait_for_every_page(cluster, expected)
         check_api(cluster, f"http://127.0.0.1:{port}", redis_single)
         codes = cluster.stop_all()
         assert codes == {"n1": 0, "n2": 0, "n3": 0}, {n: cluster.log_of(n)[-2000:] for n in codes}
@@ -181,7 +195,7 @@ def test_scale_out_then_kill_9_loses_nothing(
         took = wait_owned_by(cluster, redis_cluster, ["n1", "n3", "n4"], 30)
         print(f"failover after kill -9: partitions owned again in {took:.2f} s")
 
-        cluster.wait_for("every page", lambda: expected <= set(fetched_pages(web)), 150)
+        wait_for_every_page(cluster, expected)
         codes = cluster.stop_all()
         assert {n: c for n, c in codes.items() if n != "n2"} == {"n1": 0, "n3": 0, "n4": 0}
         fetched = fetched_pages(web)
