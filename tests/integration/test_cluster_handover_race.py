@@ -18,10 +18,11 @@ consumer, checkpoints in a local blob store. In memory: the link streams, the pu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from tests.fakes.cluster import FreeIpSlots
+from tests.fakes.cluster import FreeIpSlots, MemoryStreams
 
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.link_router import LinkBuffers
@@ -29,7 +30,7 @@ from trawl.cluster.node import CHECKPOINT_UPLOADS, ClusterNode
 from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.partitions import partition_of
 from trawl.cluster.placement import NodePlacement
-from trawl.cluster.redis_links import START, LinkBatch, RoutedLink
+from trawl.cluster.redis_links import START, RoutedLink
 from trawl.config import Settings, with_overrides
 from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_local import LocalBlobStore
@@ -37,7 +38,7 @@ from trawl.urls.normalise import url_hash
 from trawl.wiring.embedded import build_context
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Iterator
     from pathlib import Path
 
     from trawl.loop.context import CrawlContext
@@ -54,33 +55,6 @@ T = TypeVar("T")
 def link(site: str, path: str) -> RoutedLink:
     url = f"http://{site}{path}"
     return RoutedLink(url, url_hash(url), site, depth=1, score=1.0, referrer="c.test")
-
-
-class Streams:
-    """The partitions' link streams (RedisLinks) in memory; entry ids `0-<n>`."""
-
-    def __init__(self) -> None:
-        self.entries: dict[int, list[LinkBatch]] = {}
-
-    def append(self, partition: int, *links: RoutedLink) -> None:
-        stream = self.entries.setdefault(partition, [])
-        seq = int(stream[-1].entry_id.split("-")[1]) + 1 if stream else 1
-        stream.append(LinkBatch(f"0-{seq}", links))
-
-    async def read_many(self, after: Mapping[int, str], count: int) -> dict[int, list[LinkBatch]]:
-        def seq(entry_id: str) -> int:
-            return int(entry_id.split("-")[1])
-
-        return {
-            p: [e for e in self.entries.get(p, []) if seq(e.entry_id) > seq(pos)][:count]
-            for p, pos in after.items()
-        }
-
-    async def trim_through(self, partition: int, entry_id: str) -> int:
-        keep = [e for e in self.entries.get(partition, []) if e.entry_id > entry_id]
-        trimmed = len(self.entries.get(partition, [])) - len(keep)
-        self.entries[partition] = keep
-        return trimmed
 
 
 class Publisher:
@@ -127,7 +101,7 @@ class NoScopeRecord:
 
 
 def make_node(
-    tmp_path: Path, name: str, streams: Streams, blobs: LocalBlobStore
+    tmp_path: Path, name: str, streams: MemoryStreams, blobs: LocalBlobStore
 ) -> tuple[ClusterNode, CrawlContext]:
     settings = with_overrides(Settings(), crawl={"contact_url": "https://trawl.invalid/t"})
     table = PartitionTable(N, started_at=0.0)
@@ -149,6 +123,30 @@ def make_node(
     return node, ctx
 
 
+class Owners(NamedTuple):
+    """The partition's owner and the next one, on one set of streams and one blob store."""
+
+    streams: MemoryStreams
+    old: ClusterNode
+    old_ctx: CrawlContext
+    new: ClusterNode
+    new_ctx: CrawlContext
+
+
+@contextlib.contextmanager
+def two_owners(tmp_path: Path, blobs: LocalBlobStore) -> Iterator[Owners]:
+    streams = MemoryStreams()
+    old, old_ctx = make_node(tmp_path, "n1", streams, blobs)
+    try:
+        new, new_ctx = make_node(tmp_path, "n2", streams, blobs)
+        try:
+            yield Owners(streams, old, old_ctx, new, new_ctx)
+        finally:
+            asyncio.run(new_ctx.durability.close())
+    finally:
+        asyncio.run(old_ctx.durability.close())
+
+
 def queued_urls(ctx: CrawlContext) -> set[str]:
     return {row[2] for row in ctx.frontier.rows_of(ctx.frontier.queued_sites())}
 
@@ -156,32 +154,26 @@ def queued_urls(ctx: CrawlContext) -> set[str]:
 def test_a_url_of_a_new_site_read_during_the_hand_over_checkpoint_reaches_the_next_owner(
     tmp_path: Path,
 ) -> None:
-    streams, blobs = Streams(), LocalBlobStore(tmp_path / "blobs")
-    old, old_ctx = make_node(tmp_path, "n1", streams, blobs)
-    new, new_ctx = make_node(tmp_path, "n2", streams, blobs)
     early = link(OLD_SITE, "/1.html")
     late = link(NEW_SITE, "/")
 
-    async def arrives_while_publishing() -> None:
-        streams.append(PARTITION, late)
-        assert await old.consume_once() == 1
+    async def scenario(o: Owners) -> set[str]:
+        async def arrives_while_publishing() -> None:
+            o.streams.append(PARTITION, late)
+            assert await o.old.consume_once() == 1
 
-    async def scenario() -> set[str]:
-        old.table.load(PARTITION, START, now=0.0, wall_now=0.0)
-        streams.append(PARTITION, early)
-        assert await old.consume_once() == 1
-        old.publisher.during = arrives_while_publishing  # type: ignore[attr-defined]
-        await old.on_handover(PARTITION, 1)
-        assert queued_urls(old_ctx) == set(), "the old owner forgot the partition"
-        await new.on_acquired(PARTITION, 2)
-        await new.consume_once()  # the stream after the checkpoint's position
-        return queued_urls(new_ctx)
+        o.old.table.load(PARTITION, START, now=0.0, wall_now=0.0)
+        o.streams.append(PARTITION, early)
+        assert await o.old.consume_once() == 1
+        o.old.publisher.during = arrives_while_publishing  # type: ignore[attr-defined]
+        await o.old.on_handover(PARTITION, 1)
+        assert queued_urls(o.old_ctx) == set(), "the old owner forgot the partition"
+        await o.new.on_acquired(PARTITION, 2)
+        await o.new.consume_once()  # the stream after the checkpoint's position
+        return queued_urls(o.new_ctx)
 
-    try:
-        assert asyncio.run(scenario()) == {early.url, late.url}
-    finally:
-        for ctx in (old_ctx, new_ctx):
-            asyncio.run(ctx.durability.close())
+    with two_owners(tmp_path, LocalBlobStore(tmp_path / "blobs")) as owners:
+        assert asyncio.run(scenario(owners)) == {early.url, late.url}
 
 
 class GatedBlobs(LocalBlobStore):
@@ -208,32 +200,27 @@ def test_a_periodic_checkpoint_still_running_at_the_hand_over_writes_nothing_lat
     partitions after awaiting the first uploads; one handed over meanwhile is skipped, not
     checkpointed empty (a later checkpoint, so the next owner's latest, with no rows)."""
     others = [p for p in range(N) if p != PARTITION][:CHECKPOINT_UPLOADS]
-    streams, blobs = Streams(), GatedBlobs(tmp_path / "blobs", {others[0]})
-    old, old_ctx = make_node(tmp_path, "n1", streams, blobs)
-    new, new_ctx = make_node(tmp_path, "n2", streams, blobs)
+    blobs = GatedBlobs(tmp_path / "blobs", {others[0]})
     queued = link(OLD_SITE, "/1.html")
 
-    async def scenario() -> set[str]:
+    async def scenario(o: Owners) -> set[str]:
         for p in (*others, PARTITION):
-            old.table.load(p, START, now=0.0, wall_now=0.0)
-        streams.append(PARTITION, queued)
-        assert await old.consume_once() == 1
-        # Its first batch is the other partitions; this one comes after their uploads.
-        periodic = asyncio.create_task(old.checkpoint_many({p: 1 for p in (*others, PARTITION)}))
-        assert await asyncio.to_thread(blobs.waiting.wait, 10), "the first batch uploads"
-        await old.on_handover(PARTITION, 1)
+            o.old.table.load(p, START, now=0.0, wall_now=0.0)
+        o.streams.append(PARTITION, queued)
+        assert await o.old.consume_once() == 1
+        # Its first chunk is the other partitions; this one comes after their uploads.
+        due = {p: 1 for p in (*others, PARTITION)}
+        periodic = asyncio.create_task(o.old.checkpoint_many(due))
+        assert await asyncio.to_thread(blobs.waiting.wait, 10), "the first chunk uploads"
+        await o.old.on_handover(PARTITION, 1)
         blobs.gate.set()
         await periodic
-        await new.on_acquired(PARTITION, 2)
-        await new.consume_once()
-        return queued_urls(new_ctx)
+        await o.new.on_acquired(PARTITION, 2)
+        await o.new.consume_once()
+        return queued_urls(o.new_ctx)
 
-    try:
-        assert asyncio.run(scenario()) == {queued.url}
-    finally:
-        blobs.gate.set()
-        for ctx in (old_ctx, new_ctx):
-            asyncio.run(ctx.durability.close())
+    with two_owners(tmp_path, blobs) as owners:
+        assert asyncio.run(scenario(owners)) == {queued.url}
 
 
 def test_a_page_done_while_the_checkpoint_publishes_is_in_it_or_in_the_shared_stores(
@@ -242,32 +229,26 @@ def test_a_page_done_while_the_checkpoint_publishes_is_in_it_or_in_the_shared_st
     """A page done after the publish's cut has its record and links in the next cut only:
     the checkpoint must still hold its row, or a crash before that cut loses the URL (in
     the seen slice, in no row, never fetched as the shared stores know)."""
-    streams, blobs = Streams(), LocalBlobStore(tmp_path / "blobs")
-    old, old_ctx = make_node(tmp_path, "n1", streams, blobs)
-    new, new_ctx = make_node(tmp_path, "n2", streams, blobs)
     page = link(OLD_SITE, "/1.html")
 
-    async def scenario() -> set[str]:
-        old.table.load(PARTITION, START, now=0.0, wall_now=0.0)
-        streams.append(PARTITION, page)
-        assert await old.consume_once() == 1
-        queued = old_ctx.frontier.head(OLD_SITE)
+    async def scenario(o: Owners) -> set[str]:
+        o.old.table.load(PARTITION, START, now=0.0, wall_now=0.0)
+        o.streams.append(PARTITION, page)
+        assert await o.old.consume_once() == 1
+        queued = o.old_ctx.frontier.head(OLD_SITE)
         assert queued is not None
-        lease = old_ctx.frontier.lease(queued, now=0.0)
+        lease = o.old_ctx.frontier.lease(queued, now=0.0)
 
         async def page_done() -> None:
-            old_ctx.frontier.done(lease)
-            old.publisher.pending.append(page.url_hash)  # type: ignore[attr-defined]
+            o.old_ctx.frontier.done(lease)
+            o.old.publisher.pending.append(page.url_hash)  # type: ignore[attr-defined]
 
-        old.publisher.during = page_done  # type: ignore[attr-defined]
-        await old.checkpoint_many({PARTITION: 1})
+        o.old.publisher.during = page_done  # type: ignore[attr-defined]
+        await o.old.checkpoint_many({PARTITION: 1})
         # The node dies here: its next cut, with the page's record, never goes out.
-        await new.on_acquired(PARTITION, 2)
-        await new.consume_once()
-        return queued_urls(new_ctx)
+        await o.new.on_acquired(PARTITION, 2)
+        await o.new.consume_once()
+        return queued_urls(o.new_ctx)
 
-    try:
-        assert asyncio.run(scenario()) == {page.url}
-    finally:
-        for ctx in (old_ctx, new_ctx):
-            asyncio.run(ctx.durability.close())
+    with two_owners(tmp_path, LocalBlobStore(tmp_path / "blobs")) as owners:
+        assert asyncio.run(scenario(owners)) == {page.url}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.fakes.cluster import MemoryStreams
 
 from trawl.cluster.cluster_scope import ClusterScope
 from trawl.cluster.node import ClusterNode
@@ -121,28 +122,6 @@ class MemoryRecord:
     async def changes_since(self, seq: int, limit: int) -> list[ScopeChange]:
         newer = sorted((c for c in self.latest.values() if c.seq > seq), key=lambda c: c.seq)
         return newer[:limit]
-
-
-class MemoryStreams:
-    def __init__(self) -> None:
-        self.entries: dict[int, list[LinkBatch]] = {}
-
-    async def send_control_all(self, partitions: Any, control: dict[str, Any]) -> int:
-        n = 0
-        for partition in partitions:
-            stream = self.entries.setdefault(partition, [])
-            stream.append(LinkBatch(f"1-{len(stream) + 1}", (), dict(control)))
-            n += 1
-        return n
-
-    async def read_many(self, after: dict[int, str], count: int) -> dict[int, list[LinkBatch]]:
-        def seq(entry_id: str) -> int:
-            return int(entry_id.split("-")[1])
-
-        return {
-            p: [e for e in self.entries.get(p, []) if seq(e.entry_id) > seq(pos)][:count]
-            for p, pos in after.items()
-        }
 
 
 def cluster_scope(
