@@ -1,6 +1,8 @@
 """A cluster node's commit order, on real Redis, PostgreSQL and S3 servers: a page record
 commits only after the links its page found are in their streams and its body is uploaded;
-a failed step keeps the record back, and the next publish resumes from that step."""
+a failed step keeps the record back, and the next publish resumes from that step. A
+snapshot taken at a publish's cut (a partition checkpoint) is handed back only once every
+cut up to it is complete."""
 
 from __future__ import annotations
 
@@ -96,9 +98,14 @@ def test_records_wait_for_their_links_and_bodies(
             assert list(blobs.iter_keys("warc/")) == [], "no upload before the links are sent"
             assert publisher.stats().cuts_waiting == 1
             assert publisher.stats().failures == 1
+            # A checkpoint taken at a cut is handed back only once that cut is complete.
+            taken = await publisher.publish_with(lambda: "a checkpoint")
+            assert taken is None, "the cut before it is still waiting"
+            assert publisher.stats().failures == 2
 
             flaky.down = False
-            await publisher.publish()
+            waiting = await publisher.publish_with(lambda: publisher.stats().cuts_waiting)
+            assert waiting == 1, "taken at the cut, before the waiting cut completed"
             assert publisher.stats().cuts_waiting == 0
             batch = (await links.read_links(partition_of("b.test", PARTITIONS), START, 10))[0]
             assert [(x.url, x.referrer) for x in batch.links] == [("http://b.test/2", "a.test")]
