@@ -75,8 +75,8 @@ class Publisher:
         await self.publish_with(lambda: None)
 
     async def publish_with(self, snapshot: Callable[[], T]) -> T:
-        cut, self.pending = self.pending, []
         taken = snapshot()
+        cut, self.pending = self.pending, []
         during, self.during = self.during, None
         if during is not None:
             await during()

@@ -113,13 +113,14 @@ class CommitPublisher:
             await self._complete_cuts()
 
     async def publish_with(self, snapshot: Callable[[], T]) -> T | None:
-        """`publish`, calling `snapshot()` at the cut, with no await in between: what it
-        reads (a partition's queue and seen slice) then matches what the cut holds (the
-        pages done, their records and links). Its value is returned once every cut up to
-        this one is complete; None when one failed (the next publish resumes)."""
+        """`publish`, calling `snapshot()` right before the cut, with no await in between:
+        what it reads (a partition's queue and seen slice) then matches what the cut holds
+        (the pages done, their records and links), and what it writes (host records) goes
+        out with the cut. Its value is returned once every cut up to this one is complete;
+        None when one failed (the next publish resumes)."""
         async with self._lock:
-            self._cut()
             taken = snapshot()
+            self._cut()
             return taken if await self._complete_cuts() else None
 
     async def _complete_cuts(self) -> bool:

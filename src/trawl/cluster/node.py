@@ -216,13 +216,8 @@ class ClusterNode:
         site whose first URL arrived during the publish), which the next owner would never
         fetch. A failed publish leaves the checkpoints to the next round.
         """
-        ctx = self.ctx
         loaded = self.table.begin_read()  # which load of each partition this is about
-        sites = self._sites_by_partition()
-        for partition in self.table.checkpoint_positions(tokens):
-            for site in sites.get(partition, ()):
-                ctx.sites.write(site)  # host records go out with the first cut
-        ctx.durability.commit()
+        self.ctx.durability.commit()
         due = list(tokens)
         for i in range(0, len(due), CHECKPOINT_UPLOADS):
             chunk = due[i : i + CHECKPOINT_UPLOADS]
@@ -240,10 +235,14 @@ class ClusterNode:
         # written is skipped: its hand-over wrote its last checkpoint, and one taken now
         # would be empty and later, so the next owner's latest.
         current = [p for p in partitions if self.table.is_current(loaded, p)]
+        positions = self.table.checkpoint_positions(current)
         sites = self._sites_by_partition()
+        for partition in positions:
+            for site in sites.get(partition, ()):
+                self.ctx.sites.write(site)  # host records go out with the cut, before these
         return [
             self._take_checkpoint(p, tokens[p], position, sites.get(p, []))
-            for p, position in self.table.checkpoint_positions(current).items()
+            for p, position in positions.items()
         ]
 
     def _take_checkpoint(
