@@ -3,8 +3,8 @@
 Run: python -m bench.fetch_bench [--base SRC] [--rounds 5] [--pages 3000]
      python -m bench.fetch_bench --compare-fetchers [--rounds 5]
 
-`fetch`: a real fetcher (`--fetcher`: Http1Fetcher, the default, or AiohttpFetcher, the
-crawl's today and what a `--base` tree older than Http1Fetcher needs)
+`fetch`: a real fetcher (`--fetcher`: Http1Fetcher, the crawl's and the default, or
+AiohttpFetcher, the reference adapter, which a `--base` tree older than Http1Fetcher needs)
 fetches ~100 KB pages from a raw asyncio HTTP server on 127.0.0.1 (a process of its own,
 so its CPU is not counted), as the loop does: resolve the host (names mapped as
 --hosts-file maps the bench web), then fetch with that IP and an on_sent callback,
@@ -311,7 +311,7 @@ def main() -> None:
         "--fetcher",
         choices=["aiohttp", "http1"],
         default="http1",
-        help="http1 or aiohttp (the crawl's today; a --base before http1 needs it)",
+        help="the crawl's (http1) or the reference adapter; a --base before http1 needs aiohttp",
     )
     parser.add_argument(
         "--compare-fetchers",

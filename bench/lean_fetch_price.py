@@ -3,7 +3,7 @@
     python -m bench.lean_fetch_price [--rounds 5] [--pages 3000]   # needs httptools ('.[bench]')
 
 The crawl loop spent ~0.3 ms of CPU a fetched page in the fetch path with aiohttp, and
-about half that with Http1Fetcher (`python -m bench.fetch_bench
+about half that with the crawl's Http1Fetcher (`python -m bench.fetch_bench
 --compare-fetchers`). This prices the bare minimum of the same
 work: a keep-alive HTTP/1.1 GET per page on uvloop, the response parsed by llhttp
 (httptools), the body joined once; one connection pool per host name, the same server
