@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 from trawl.parse.page_work import FoundLink, PageInput, PageOutput, process_page
+from trawl.parse.render_need import RenderReason
 
 PAGE = b"""<html><head><link rel="canonical" href="/a"></head><body>
 <a href="/a">a</a> <a href="b.html">b</a> <a href="http://other.test/x?utm_source=z">x</a>
@@ -31,3 +32,16 @@ def test_a_page_output_pickles_back_equal_with_its_links_as_found_links() -> Non
         assert all(type(link) is FoundLink for link in back.links)
         assert back.links[2].url == "http://other.test/x"
         assert back.warc_record == out.warc_record
+
+
+def test_a_script_built_shell_comes_back_with_its_render_reason() -> None:
+    shell = (
+        b'<!doctype html><html><head><script src="/app.js" defer></script></head><body>'
+        b'<div id="root"></div><noscript>You need to enable JavaScript.</noscript></body></html>'
+    )
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+    page = PageInput("http://app.test/", 1.0, None, head, shell, False, (), "trawl", True)
+    out = process_page(page)
+    assert out.render_reason is RenderReason.EMPTY_MOUNT
+    assert pickle.loads(pickle.dumps(out)).render_reason is RenderReason.EMPTY_MOUNT
+    assert _output().render_reason is None  # a page with prose

@@ -15,6 +15,7 @@ from trawl.errors import InvalidUrl
 from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text, shape_of_tree
 from trawl.parse.links import decode_html, links_of_tree, parse_decoded
 from trawl.parse.meta_robots import parse_x_robots_tag
+from trawl.parse.render_need import RenderReason, render_reason
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.capture import encode_exchange
 from trawl.store.warc_record import (
@@ -86,6 +87,9 @@ class PageOutput(NamedTuple):
     # The request record concurrent with `warc_record` (None when that is None or no
     # request head was kept).
     request_record: EncodedRecord | None = None
+    # Why the page looks built by JavaScript (parse.render_need), None for a page that
+    # shows its content without scripts: nearly every page.
+    render_reason: RenderReason | None = None
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # The links cross as plain tuples: a FoundLink pickles with a Python call each way
@@ -118,6 +122,7 @@ def process_page(page: PageInput) -> PageOutput:
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
     simhash, tokens = _main_text(page.url, page.body, decoded)
+    needs_render = render_reason(tree, tokens)  # before shape_of_tree strips the tree
     return PageOutput(
         digest,
         record,
@@ -132,6 +137,7 @@ def process_page(page: PageInput) -> PageOutput:
         # Last: shape_of_tree strips page chrome from the tree.
         simhash if tokens >= MIN_PROSE_TOKENS else shape_of_tree(tree),
         request,
+        needs_render,
     )
 
 
