@@ -72,6 +72,7 @@ class CrawlSnapshot:
     stats: dict[str, Any] = field(default_factory=dict)  # the /v1/stats answer
     statuses: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    render_candidates: dict[str, int] = field(default_factory=dict)  # CrawlStats's
     failures: dict[str, int] = field(default_factory=dict)  # CrawlStats.failures
     waits: dict[str, int] = field(default_factory=dict)
     wait_seconds: dict[str, float] = field(default_factory=dict)
@@ -137,6 +138,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         "notModified": st.not_modified,
         "duplicates": st.duplicates,
         "nearDuplicates": st.near_duplicates,
+        "renderCandidates": dict(st.render_candidates),
         "scope": scope_line,
         "loopLag": {
             "p50": st.loop_lag.quantile(0.5),
@@ -151,6 +153,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         stats=stats,
         statuses=statuses,
         skipped=dict(st.skipped),
+        render_candidates=dict(st.render_candidates),
         failures=dict(st.failures),
         waits=dict(st.waits),
         wait_seconds=dict(st.wait_seconds),

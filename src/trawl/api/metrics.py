@@ -20,6 +20,7 @@ from prometheus_client.core import (
 from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
 from trawl.fetch.failure_reasons import REASONS
+from trawl.parse.render_need import RenderReason
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -32,6 +33,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Labels shown from the start (zeros): the waits every crawl has, the commonest skip.
 WAIT_REASONS = ("ip_gate", "site_clock", "paused")
 SKIP_REASONS = ("robots",)
+RENDER_REASONS = tuple(reason.value for reason in RenderReason)
 SCOPE_SKIP_REASONS = ("scope", "exclude")
 
 
@@ -75,6 +77,9 @@ class CrawlCollector:
                        "reason", _zero_filled(snap.wait_seconds, WAIT_REASONS))  # fmt: skip
         yield _counter("trawl_trap_hits", "Trap rules that fired, by rule",
                        "rule", stats.get("traps", {}))  # fmt: skip
+        yield _counter("trawl_render_candidates",
+                       "Pages whose plain HTML looks built by JavaScript, by reason",
+                       "reason", _zero_filled(snap.render_candidates, RENDER_REASONS))  # fmt: skip
         yield _counter("trawl_skips", "URLs and pages skipped, by reason",
                        "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
         # Issue 16: the skipped report's counts, over the whole crawl (a resumed crawl goes

@@ -171,6 +171,10 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"turns refresh/discovery {refresh}/{fast + slow} "
             f"({s.contested_turns[0]}/{s.contested_turns[1]} while both waited)\n"
         )
+    if st.render_candidates:
+        out.write(
+            f"pages that look built by JavaScript {dict(sorted(st.render_candidates.items()))}\n"
+        )
     if s.scope:
         skips = dict(sorted((s.skips or {}).items()))
         out.write(

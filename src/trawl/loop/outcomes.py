@@ -64,6 +64,8 @@ class PageOutcomes:
             if previous is not None:
                 changed = out.content_hash != previous.content_hash
             event = self.content.store(item, result, record, out, previous)
+            if out.render_reason is not None:
+                ctx.stats.count(ctx.stats.render_candidates, out.render_reason.value)
             self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
             self._archive_answer(item, result, record)

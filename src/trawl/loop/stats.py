@@ -43,6 +43,9 @@ class CrawlStats:
     sitemap_urls: int = 0  # URLs read from sitemaps (after the site and cap checks)
     sitemap_new: int = 0  # of those, URLs that were new
     sitemap_due: int = 0  # known pages made due by a newer lastmod
+    # Issue 18: pages whose plain HTML looks built by JavaScript, by the detector's reason
+    # (parse.render_need.RenderReason values).
+    render_candidates: dict[str, int] = field(default_factory=dict)
 
     # Politeness at work (issue 6's metrics): how often, and how long, a request waited.
     fetch_seconds: Histogram = field(default_factory=Histogram)  # every request's exchange
