@@ -118,6 +118,23 @@ CREATE TABLE IF NOT EXISTS scope_exclusions (pattern TEXT PRIMARY KEY, added_at 
 -- URLs queued per seed id, for per-seed max_pages (a seed queued before its row exists, or
 -- a URL of no known seed, still counts here).
 CREATE TABLE IF NOT EXISTS scope_pages (seed_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL);
+-- Pages waiting for a browser (issue 18, render/queue_sqlite.py): one row a URL, pointing
+-- at the plain response's WARC record, whose bytes the browser is served.
+CREATE TABLE IF NOT EXISTS render_queue (
+    url_hash TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    site TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    storage_key TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    fetched_at REAL NOT NULL,
+    queued_at REAL NOT NULL,
+    leased_until REAL NOT NULL DEFAULT 0,
+    not_before REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS render_queue_order ON render_queue(queued_at);
+CREATE INDEX IF NOT EXISTS render_queue_site ON render_queue(site, leased_until);
 """
 
 # Indexes on columns that `_add_missing_columns` may have just added.
