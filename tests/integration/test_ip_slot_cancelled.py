@@ -64,7 +64,7 @@ def test_a_request_cancelled_while_waiting_for_the_cluster_slot_frees_its_ip(
 
     async def body() -> None:
         state = ctx.sites.state(SITE)
-        waiting = asyncio.create_task(requests._request(state, f"http://{SITE}/"))
+        waiting = asyncio.create_task(requests.request(state, f"http://{SITE}/"))
         await asyncio.wait_for(coordinator.asked.wait(), 5)
         assert ctx.ip_gate.in_flight(IP) == 1
         assert ctx.ip_gate.try_acquire(IP, NOW + 1.0) is not None, "held while unsent"

@@ -139,6 +139,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         "duplicates": st.duplicates,
         "nearDuplicates": st.near_duplicates,
         "renderCandidates": dict(st.render_candidates),
+        "renderRequests": dict(st.render_requests),
         "scope": scope_line,
         "loopLag": {
             "p50": st.loop_lag.quantile(0.5),

@@ -1,7 +1,8 @@
 """Steps 1-2 of the loop: pick a site's next request and make it, politely.
 
-Every request to a site — robots.txt, its redirect hops, pages — goes through `_request`,
-the one place where the per-IP gate is taken and the site clock is started and finished.
+Every request to a site — robots.txt, its redirect hops, pages, a render's — goes through
+`request`, the one place where the per-IP gate is taken and the site clock is started and
+finished.
 The caller holds the site (frontier.site_schedule hands a site to one task at a time); a
 robots.txt redirect to another site holds that site too (`fetch_robots`).
 """
@@ -158,10 +159,10 @@ class SiteRequests:
         headers = conditional_headers(previous)
         if lease.item.kind is UrlKind.SITEMAP:
             max_bytes = self.ctx.policy.sitemaps.max_bytes
-            return await self._request(
+            return await self.request(
                 state, lease.item.url, read_any_type=True, max_body_bytes=max_bytes, headers=headers
             )
-        return await self._request(state, lease.item.url, headers=headers, in_scope_only=True)
+        return await self.request(state, lease.item.url, headers=headers, in_scope_only=True)
 
     async def fetch_robots(
         self, state: SiteState, origin: str, previous: RobotsRules | None
@@ -180,7 +181,7 @@ class SiteRequests:
         try:
             while True:
                 try:
-                    result = await self._request(
+                    result = await self.request(
                         via, url, read_any_type=True, max_body_bytes=ctx.policy.robots.max_bytes
                     )
                 except NotSent:
@@ -293,7 +294,7 @@ class SiteRequests:
         ctx.sites.write(state.site)
         ctx.records.commit()
 
-    async def _request(
+    async def request(
         self,
         state: SiteState,
         url: str,

@@ -46,6 +46,8 @@ class CrawlStats:
     # Issue 18: pages whose plain HTML looks built by JavaScript, by the detector's reason
     # (parse.render_need.RenderReason values).
     render_candidates: dict[str, int] = field(default_factory=dict)
+    # The browser's requests (loop.render_fetches), by outcome: "fetched", "robots", ...
+    render_requests: dict[str, int] = field(default_factory=dict)
 
     # Politeness at work (issue 6's metrics): how often, and how long, a request waited.
     fetch_seconds: Histogram = field(default_factory=Histogram)  # every request's exchange
