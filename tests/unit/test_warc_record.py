@@ -289,3 +289,39 @@ def test_issue_14_request_record_names_its_response_and_reads_in_warcio() -> Non
             url="http://x/", fetched_at=T0, ip=None, request_head=b"GET /\r\n\r\n",
             concurrent_to=request_id,
         )  # fmt: skip
+
+
+def test_a_conversion_record_holds_the_rendered_dom_and_refers_to_its_response() -> None:
+    from fastwarc.warc import ArchiveIterator as FastIterator
+    from fastwarc.warc import WarcRecordType
+
+    from trawl.store.warc_record import encode_conversion_record
+
+    original = encode()
+    dom = '<html><body><div id="root"><p>Built by a script — héllo</p></div></body></html>'
+    conversion = encode_conversion_record(
+        url="https://example.test/a?b=1",
+        rendered_at=T0 + 5,
+        html=dom.encode(),
+        refers_to_id=original.record_id,
+    )
+    data = original.data + conversion.data
+    records, blocks = [], []
+    for record in ArchiveIterator(io.BytesIO(data), check_digests="raise"):
+        records.append(record)
+        blocks.append(record.content_stream().read())
+    assert [r.rec_type for r in records] == ["response", "conversion"]
+    head = records[1].rec_headers
+    assert head.get_header("WARC-Refers-To") == original.record_id
+    assert head.get_header("WARC-Target-URI") == "https://example.test/a?b=1"
+    assert head.get_header("Content-Type") == "text/html; charset=utf-8"
+    assert blocks[1].decode() == dom
+    fast = [
+        (record.verify_block_digest(), record.headers["WARC-Refers-To"])
+        for record in FastIterator(io.BytesIO(data), record_types=WarcRecordType.conversion)
+    ]
+    assert fast == [(True, original.record_id)]
+    with pytest.raises(ValueError, match="name the record"):
+        encode_conversion_record(
+            url="https://example.test/", rendered_at=T0, html=b"", refers_to_id=""
+        )

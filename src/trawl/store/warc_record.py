@@ -273,6 +273,43 @@ def encode_revisit_record(
     return EncodedRecord(gzip_member(raw, level, codec), payload_digest, rid, cdx)
 
 
+def encode_conversion_record(
+    *,
+    url: str,
+    rendered_at: float,
+    html: bytes,
+    refers_to_id: str,
+    level: int = DEFAULT_LEVEL,
+    codec: Codec = DEFAULT_CODEC,
+) -> EncodedRecord:
+    """A conversion record (WARC 1.1 §6.8): the DOM a browser built from the response record
+    `refers_to_id` (issue 18: the rendered copy of a page built by JavaScript). Its block is
+    the serialised HTML, no HTTP head: the browser made no request for the page itself."""
+    for value in (url, refers_to_id):
+        if "\r" in value or "\n" in value:
+            raise ValueError(f"WARC header value cannot hold a line break: {value!r}")
+    if not refers_to_id:
+        raise ValueError("a conversion record must name the record it was made from")
+    rid = new_record_id()
+    digest = sha1_digest(html)
+    fields = [
+        ("WARC-Type", "conversion"),
+        ("WARC-Record-ID", rid),
+        ("WARC-Date", warc_date(rendered_at)),
+        ("WARC-Target-URI", url),
+        ("WARC-Refers-To", refers_to_id),
+        ("WARC-Block-Digest", digest),
+        ("WARC-Payload-Digest", digest),
+        ("Content-Type", CONVERSION_CONTENT_TYPE),
+        ("Content-Length", str(len(html))),
+    ]
+    raw = b"".join((_header_block(fields), html, _END))
+    return EncodedRecord(gzip_member(raw, level, codec), digest, rid)
+
+
+CONVERSION_CONTENT_TYPE = "text/html; charset=utf-8"
+
+
 def encode_warcinfo_record(
     *, filename: str, created_at: float, software: str, extra: tuple[tuple[str, str], ...] = ()
 ) -> EncodedRecord:
