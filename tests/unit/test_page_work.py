@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pickle
 
-from trawl.parse.page_work import FoundLink, PageInput, PageOutput, process_page
+from trawl.parse.page_work import (
+    FoundLink,
+    PageInput,
+    PageOutput,
+    process_page,
+    process_rendered,
+)
 from trawl.parse.render_need import RenderReason
 
 PAGE = b"""<html><head><link rel="canonical" href="/a"></head><body>
@@ -45,3 +51,25 @@ def test_a_script_built_shell_comes_back_with_its_render_reason() -> None:
     assert out.render_reason is RenderReason.EMPTY_MOUNT
     assert pickle.loads(pickle.dumps(out)).render_reason is RenderReason.EMPTY_MOUNT
     assert _output().render_reason is None  # a page with prose
+
+
+def test_a_rendered_dom_is_read_against_its_plain_page() -> None:
+    plain = b'<html><body><a href="/home">Home</a><div id="root"></div></body></html>'
+    prose = " ".join(["the harbour plan was read aloud to the council"] * 12)
+    rendered = (
+        f'<html><body><a href="/home">Home</a><div id="root"><p>{prose}</p>'
+        '<a href="/app/one">One</a> <a href="/app/two#x">Two</a></div></body></html>'
+    ).encode()
+    out = process_rendered("http://app.test/", rendered, plain, "trawl")
+    assert [link.url for link in out.links] == [
+        "http://app.test/home",
+        "http://app.test/app/one",
+        "http://app.test/app/two",
+    ]
+    assert out.links_gained == 2
+    assert out.plain_text_chars == len("Home")
+    assert out.text_chars > len(prose)
+    assert out.text_tokens >= 50
+    assert out.simhash != 0
+    nofollow = rendered.replace(b"<body>", b'<body><meta name="robots" content="nofollow">')
+    assert process_rendered("http://app.test/", nofollow, plain, "trawl").links == ()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trawl.errors import InvalidUrl
 from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text, shape_of_tree
-from trawl.parse.links import decode_html, links_of_tree, parse_decoded
+from trawl.parse.links import decode_html, links_of_tree, parse_decoded, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
-from trawl.parse.render_need import RenderReason, render_reason
+from trawl.parse.render_need import RenderReason, render_reason, visible_text_chars
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.capture import encode_exchange
 from trawl.store.warc_record import (
@@ -26,6 +26,9 @@ from trawl.store.warc_record import (
 from trawl.urls.link_memo import LinkMemo
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser
 
 _rules: NormaliseRules = DEFAULT_RULES
 
@@ -211,6 +214,49 @@ def process_pages(pages: list[PageInput]) -> list[PageOutput | BaseException]:
         except Exception as exc:
             out.append(exc)
     return out
+
+
+class RenderedOutput(NamedTuple):
+    """What a browser's DOM of a page holds, against the plain fetch of it (issue 18)."""
+
+    links: tuple[FoundLink, ...]  # every link of the rendered DOM, normalised
+    bad_links: int
+    links_gained: int  # of `links`, those the plain page did not have
+    simhash: int  # of the rendered main text, as PageOutput.simhash
+    text_tokens: int
+    text_chars: int  # visible text of the rendered DOM (parse.render_need's count)
+    plain_text_chars: int  # and of the plain page
+
+
+_MAX_COUNTED_CHARS = 1 << 20
+
+
+def process_rendered(url: str, rendered: bytes, plain: bytes, agent_token: str) -> RenderedOutput:
+    """Links, main text and text gained of a rendered DOM (UTF-8), given the plain page's
+    bytes: what rendering added is what the render policy learns from. The DOM's own meta
+    robots count (a script may add noindex or nofollow): nofollow leaves its links out."""
+    tree = parse_html(rendered)
+    parsed = links_of_tree(tree, url, agent_token=agent_token)
+    links, bad = ((), 0) if parsed.nofollow else normalise_links(parsed.hrefs, parsed.base_url)
+    plain_tree = parse_html(plain)
+    plain_parsed = links_of_tree(plain_tree, url, agent_token=agent_token)
+    plain_links, _ = normalise_links(plain_parsed.hrefs, plain_parsed.base_url)
+    known = {link.url_hash for link in plain_links}
+    simhash, tokens, _ = main_text(rendered)
+    return RenderedOutput(
+        links,
+        bad,
+        sum(link.url_hash not in known for link in links),
+        simhash,
+        tokens,
+        _text_chars(tree),
+        _text_chars(plain_tree),
+    )
+
+
+def _text_chars(tree: LexborHTMLParser) -> int:
+    body = tree.body
+    return 0 if body is None else visible_text_chars(body, _MAX_COUNTED_CHARS)
 
 
 class SitemapLink(NamedTuple):
