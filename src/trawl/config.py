@@ -8,6 +8,7 @@ setting must not silently fall back to a default).
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 from dataclasses import dataclass, field, fields
@@ -144,6 +145,34 @@ class DedupSettings:
     near_min_tokens: int = 50  # pages with less main text are not matched as near-copies
 
 
+RENDER_MODES = ("auto", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """Selective JavaScript rendering (issue 18): the browser's limits, then the rules of
+    render.policy (which flagged pages are rendered; `RenderRules.from_settings`)."""
+
+    mode: str = "auto"  # auto: render when Chromium is found; off: plain fetches only
+    chromium: str = ""  # "" = chromium, chromium-browser or google-chrome on the PATH
+    concurrency: int = 2  # pages rendered at once
+    page_timeout_s: float = 15.0  # wall-clock cap on one render
+    max_subrequests: int = 60  # requests the browser may make for one page
+    max_subresource_bytes: int = 8 * MiB  # bytes those requests may bring, per page
+    recycle_after_pages: int = 100  # a fresh browser after this many renders
+    max_browser_rss_mb: int = 1024  # ... or once the browser's memory exceeds this
+    site_share: float = 0.2  # of a site's plain HTML pages that may be rendered
+    site_min_pages: int = 3  # renders of a site allowed before site_share applies
+    overall_share: float = 0.05  # of all plain HTML pages that may be rendered
+    overall_min: int = 20  # renders allowed before overall_share applies
+    learn_after: int = 5  # fruitless renders in a row that make a site unproductive
+    recheck_every: int = 20  # an unproductive site still renders 1 candidate in this many
+    min_text_gain_chars: int = 200  # a render that gains this much visible text pays ...
+    min_links_gained: int = 1  # ... or this many new links
+    force_on: tuple[str, ...] = ()  # host names or RE2 patterns: always render
+    force_off: tuple[str, ...] = ()  # never render; wins over force_on
+
+
 @dataclass(frozen=True, slots=True)
 class SeenSettings:
     expected_urls: int = 10_000_000
@@ -232,6 +261,7 @@ class Settings:
     recrawl: RecrawlSettings = field(default_factory=RecrawlSettings)
     sitemaps: SitemapSettings = field(default_factory=SitemapSettings)
     dedup: DedupSettings = field(default_factory=DedupSettings)
+    render: RenderSettings = field(default_factory=RenderSettings)
     seen: SeenSettings = field(default_factory=SeenSettings)
     urls: UrlSettings = field(default_factory=UrlSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
@@ -275,6 +305,7 @@ class Settings:
             raise ConfigError("storage.warc_compress_level must be -1 (default) or 0..3 (ISA-L)")
         parse_networks(self.network.allow_networks, "network.allow_networks")
         _require_positive("node.checkpoint_interval_s", self.node.checkpoint_interval_s)
+        _check_render(self.render)
         if self.scope != ScopeSettings() or self.seeds:
             # Every settings load validates (twice per command: file, then overrides); the
             # default scope has nothing to compile, and its check would import RE2 and the
@@ -366,6 +397,30 @@ def _source_of(seed: SeedSettings, key: str, name: str) -> str:
 def _require_positive(name: str, value: float) -> None:
     if value <= 0:
         raise ConfigError(f"{name} = {value}: must be > 0")
+
+
+def _check_render(r: RenderSettings) -> None:
+    """The `[render]` keys; the rules' own checks are render.policy.RenderRules's."""
+    if r.mode not in RENDER_MODES:
+        raise ConfigError(f"render.mode = {r.mode!r}: must be auto or off")
+    if any(c in r.chromium for c in "\x00\r\n"):
+        raise ConfigError(f"render.chromium = {r.chromium!r}: not a file path")
+    if not 0 < r.page_timeout_s < math.inf:
+        raise ConfigError(f"render.page_timeout_s = {r.page_timeout_s}: must be > 0 and finite")
+    for name in ("concurrency", "recycle_after_pages", "max_browser_rss_mb"):
+        _require_positive(f"render.{name}", getattr(r, name))
+    for name in ("max_subrequests", "max_subresource_bytes"):
+        if getattr(r, name) < 0:
+            raise ConfigError(f"render.{name} = {getattr(r, name)}: must be >= 0")
+    if r != RenderSettings():
+        # The defaults are RenderRules's own; checking them would import RE2 for nothing
+        # (see the scope check in `Settings.validate`).
+        from trawl.render.policy import RenderRules
+
+        try:
+            RenderRules.from_settings(r)
+        except ValueError as exc:
+            raise ConfigError(f"render.{exc}") from None
 
 
 def load_settings(path: Path | None) -> Settings:

@@ -7,6 +7,7 @@ import pytest
 from trawl.config import Settings, documented_keys, load_settings, with_overrides
 from trawl.errors import ConfigError
 from trawl.frontier.scope import ScopeType, SeedScope, Standing
+from trawl.render.policy import RenderRules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,6 +147,104 @@ def test_bad_scope_is_one_line_error_naming_the_key(
 ) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_settings(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_render_defaults() -> None:
+    r = load_settings(None).render
+    assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == ("auto", "", 2, 15.0)
+    assert (r.max_subrequests, r.max_subresource_bytes) == (60, 8 * 1024 * 1024)
+    assert (r.recycle_after_pages, r.max_browser_rss_mb) == (100, 1024)
+    assert RenderRules.from_settings(r) == RenderRules()
+    assert RenderRules() == RenderRules(
+        site_share=0.2,
+        site_min_pages=3,
+        overall_share=0.05,
+        overall_min=20,
+        learn_after=5,
+        recheck_every=20,
+        min_text_gain_chars=200,
+        min_links_gained=1,
+        force_on=(),
+        force_off=(),
+    )
+
+
+RENDERED = """\
+[render]
+mode = "off"
+chromium = "/usr/lib/chromium/chromium"
+concurrency = 1
+page_timeout_s = 30
+max_subrequests = 0
+site_share = 0.5
+overall_min = 0
+learn_after = 2
+force_on = ["spa.example.org", "^https://example\\\\.com/app/"]
+force_off = ["static.example.org"]
+"""
+
+
+def test_render_section_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "trawl.toml"
+    path.write_text(RENDERED)
+    r = load_settings(path).render
+    assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == (
+        "off",
+        "/usr/lib/chromium/chromium",
+        1,
+        30.0,
+    )
+    assert r.max_subrequests == 0
+    assert r.recycle_after_pages == 100
+    rules = RenderRules.from_settings(r)
+    assert (rules.site_share, rules.overall_min, rules.learn_after) == (0.5, 0, 2)
+    assert rules.force_on == ("spa.example.org", r"^https://example\.com/app/")
+    assert rules.is_forced_on("https://www.spa.example.org/")
+    assert rules.is_forced_on("https://example.com/app/x")
+    assert rules.is_forced_off("https://static.example.org/")
+
+
+def test_render_flag_overrides_the_file() -> None:
+    s = with_overrides(Settings(), render={"mode": "off", "chromium": None})
+    assert (s.render.mode, s.render.chromium) == ("off", "")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('mode = "on"', r"^render\.mode = 'on': must be auto or off$"),
+        ('chromium = "a\\nb"', r"^render\.chromium = 'a\\nb': not a file path$"),
+        ("concurrency = 0", r"^render\.concurrency = 0: must be > 0$"),
+        ("page_timeout_s = 0", r"^render\.page_timeout_s = 0\.0: must be > 0 and finite$"),
+        ("page_timeout_s = nan", r"^render\.page_timeout_s = nan: must be > 0"),
+        ("page_timeout_s = inf", r"^render\.page_timeout_s = inf: must be > 0"),
+        ("max_subrequests = -1", r"^render\.max_subrequests = -1: must be >= 0$"),
+        ("max_subresource_bytes = -1", r"^render\.max_subresource_bytes = -1: must be >= 0$"),
+        ("recycle_after_pages = 0", r"^render\.recycle_after_pages = 0: must be > 0$"),
+        ("max_browser_rss_mb = 0", r"^render\.max_browser_rss_mb = 0: must be > 0$"),
+        ("site_share = 1.5", r"^render\.site_share = 1\.5: must be a number from 0 to 1$"),
+        ("overall_share = -0.01", r"^render\.overall_share = -0\.01: must be a number from 0"),
+        ("site_min_pages = -1", r"^render\.site_min_pages = -1: must be an integer >= 0$"),
+        ("overall_min = -1", r"^render\.overall_min = -1: must be an integer >= 0$"),
+        ("learn_after = 0", r"^render\.learn_after = 0: must be an integer >= 1$"),
+        ("recheck_every = 0", r"^render\.recheck_every = 0: must be an integer >= 1$"),
+        ("min_text_gain_chars = -1", r"^render\.min_text_gain_chars = -1: must be an integer"),
+        ("min_links_gained = -2", r"^render\.min_links_gained = -2: must be an integer >= 0$"),
+        ('force_on = ["a.test", "(?=x)"]', r"^render\.force_on\[1\]: '\(\?=x\)' is not a valid"),
+        ('force_off = ["bad!.test"]', r"^render\.force_off\[0\]: 'bad!\.test' looks like a host"),
+        ('force_on = "a.test"', r"\[render\] force_on: expected a list of strings"),
+        ("concurrency = 1.5", r"\[render\] concurrency: expected an integer"),
+        ('modes = "auto"', r"\[render\] unknown key 'modes'"),
+    ],
+)
+def test_bad_render_setting_is_one_line_error_naming_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(f"[render]\n{text}\n")
     with pytest.raises(ConfigError, match=message) as caught:
         load_settings(path)
     assert "\n" not in str(caught.value)
