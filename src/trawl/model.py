@@ -165,6 +165,10 @@ class PageRecord:
     duplicate_of: str = ""  # URL whose identical body this page shares (exact copy)
     near_duplicate_of: str = ""  # URL of the main copy this page nearly duplicates
     kind: UrlKind = UrlKind.PAGE
+    # Issue 18: the last render of a page built by JavaScript (state, reason, renderedAt,
+    # renderMs, linksGained, textGained, storageKey of its conversion record); empty when
+    # the page was never rendered.
+    render: dict[str, object] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
@@ -193,6 +197,7 @@ class PageRecord:
             "duplicateOf": self.duplicate_of,
             "nearDuplicateOf": self.near_duplicate_of,
             "kind": self.kind.name.lower(),
+            "render": dict(self.render) or None,
         }
         out.update(self.extra)
         return out

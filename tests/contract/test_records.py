@@ -182,6 +182,18 @@ def test_recrawl_fields_survive_the_round_trip(records: Records) -> None:
     assert records.get_page(page.url_hash) == page
 
 
+def test_a_pages_render_fields_survive_the_round_trip(records: Records) -> None:
+    plain, rendered = _page(1), _page(2)
+    rendered.render = {"state": "done", "reason": "empty-mount", "linksGained": 3}
+    for page in (plain, rendered):
+        records.put_page(page, None)
+    records.commit()
+    assert records.get_page(plain.url_hash) == plain
+    assert records.get_page(plain.url_hash).to_json()["render"] is None  # type: ignore[union-attr]
+    assert records.get_page(rendered.url_hash) == rendered
+    assert "render" not in records.get_page(rendered.url_hash).extra  # type: ignore[union-attr]
+
+
 def test_due_pages_leave_the_due_index_once_taken(records: Records) -> None:
     for i in range(5):
         page = _page(i)

@@ -18,6 +18,7 @@ points its row at the newest response and keeps its place, lease and attempts.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,10 @@ class RenderItem:
     fetched_at: float
     queued_at: float = 0.0
     attempts: int = 0
+    # The page's frontier entry, for the links its render finds (scope, depth, scores).
+    depth: int = 0
+    standing: int = 0
+    score: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.url or not self.url_hash or not self.site or not self.storage_key:
@@ -50,7 +55,10 @@ class RenderQueueStats:
     leased: int
 
 
-_COLUMNS = "url, url_hash, site, reason, storage_key, record_id, fetched_at, queued_at, attempts"
+_COLUMNS = (
+    "url, url_hash, site, reason, storage_key, record_id, fetched_at, queued_at, attempts,"
+    " depth, standing, score"
+)
 
 
 class SqliteRenderQueue:
@@ -67,12 +75,12 @@ class SqliteRenderQueue:
         """Queue `item` (the caller bounds the queue: see `stats`)."""
         self._begin()
         self._conn.execute(
-            f"INSERT INTO render_queue({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
+            f"INSERT INTO render_queue({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
             " ON CONFLICT(url_hash) DO UPDATE SET reason = excluded.reason,"
             " storage_key = excluded.storage_key, record_id = excluded.record_id,"
             " fetched_at = excluded.fetched_at",
             (item.url, item.url_hash, item.site, item.reason, item.storage_key,
-             item.record_id, item.fetched_at, now),
+             item.record_id, item.fetched_at, now, item.depth, item.standing, item.score),
         )  # fmt: skip
 
     def lease(self, now: float, lease_s: float, limit: int) -> list[RenderItem]:
@@ -139,7 +147,4 @@ class SqliteRenderQueue:
 
 
 def _leased(item: RenderItem) -> RenderItem:
-    return RenderItem(
-        item.url, item.url_hash, item.site, item.reason, item.storage_key, item.record_id,
-        item.fetched_at, item.queued_at, item.attempts + 1,
-    )  # fmt: skip
+    return dataclasses.replace(item, attempts=item.attempts + 1)

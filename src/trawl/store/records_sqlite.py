@@ -44,6 +44,9 @@ _PAGE_FIELDS = {
 }
 
 
+_OWN_KEYS = frozenset({"kind", "render"})  # read apart from _PAGE_FIELDS
+
+
 def page_from_json(data: dict[str, object]) -> PageRecord:
     known: dict[str, object] = {
         attr: data[name] for name, attr in _PAGE_FIELDS.items() if name in data
@@ -51,7 +54,10 @@ def page_from_json(data: dict[str, object]) -> PageRecord:
     kind = data.get("kind")
     if isinstance(kind, str) and kind.upper() in UrlKind.__members__:
         known["kind"] = UrlKind[kind.upper()]
-    extra = {k: str(v) for k, v in data.items() if k not in _PAGE_FIELDS and k != "kind"}
+    render = data.get("render")
+    if isinstance(render, dict):
+        known["render"] = render
+    extra = {k: str(v) for k, v in data.items() if k not in _PAGE_FIELDS and k not in _OWN_KEYS}
     return PageRecord(**known, extra=extra)  # type: ignore[arg-type]  # values come from to_json
 
 

@@ -131,7 +131,10 @@ CREATE TABLE IF NOT EXISTS render_queue (
     queued_at REAL NOT NULL,
     leased_until REAL NOT NULL DEFAULT 0,
     not_before REAL NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0
+    attempts INTEGER NOT NULL DEFAULT 0,
+    depth INTEGER NOT NULL DEFAULT 0,  -- the page's, for the links its render finds
+    standing INTEGER NOT NULL DEFAULT 0,
+    score REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS render_queue_order ON render_queue(queued_at);
 CREATE INDEX IF NOT EXISTS render_queue_site ON render_queue(site, leased_until);
