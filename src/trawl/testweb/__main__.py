@@ -43,6 +43,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="add a cross-site redirect, a www. page and a sitemap to site 3 (needs >= 4 sites)",
     )
     parser.add_argument(
+        "--script-cases",
+        action="store_true",
+        help="add the script-built sites and pages of issue 18 (needs >= 3 sites)",
+    )
+    parser.add_argument(
         "--exit-with-stdin",
         action="store_true",
         help="stop when stdin closes (the parent that holds its other end has ended)",
@@ -72,6 +77,7 @@ async def _serve(args: argparse.Namespace) -> int:
         freshness=args.freshness,
         robots_cases=args.robots_cases,
         scope_cases=args.scope_cases,
+        script_cases=args.script_cases,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

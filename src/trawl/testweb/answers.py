@@ -75,6 +75,10 @@ class Responder:
         robots = robots_answer(site.robots, path)
         if robots is not None:
             return self._robots(site, host, robots)
+        file = site.files.get((host, path))
+        if file is not None:
+            compress = site.gzip and accepts_gzip and not file.content_type.startswith("image/")
+            return _ok(file.body_at(self._port), file.content_type, compress=compress)
         sitemap = site.sitemaps.get((host, path))
         if sitemap is not None:
             return self._sitemap(site, sitemap, accepts_gzip)

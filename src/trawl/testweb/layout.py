@@ -17,6 +17,9 @@ class PageKind(StrEnum):
     PDF = "pdf"
     REDIRECT = "redirect"
     LIVE = "live"  # HTML whose text changes on every request (`build_web(freshness=True)`)
+    # HTML as a JavaScript framework serves it (`build_web(script_cases=True)`): the body is
+    # the site's `files` entry, and `links` are the links in that HTML, before any script runs.
+    FRAMEWORK = "framework"
 
 
 class Form(StrEnum):
@@ -78,6 +81,22 @@ class Page:
     topic: tuple[str, ...] = ()  # words only this page's text uses (see text.topic_words)
 
 
+# Written in a `SiteFile` body wherever the port belongs; the server puts the port there.
+PORT_MARK = b"__TESTWEB_PORT__"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteFile:
+    """A body served as written, whatever its type: the script cases' HTML, scripts, JSON
+    and images (`script_cases.py`). `PORT_MARK` in it stands for the port."""
+
+    content_type: str
+    body: bytes
+
+    def body_at(self, port: int) -> bytes:
+        return self.body.replace(PORT_MARK, str(port).encode())
+
+
 @dataclass(frozen=True, slots=True)
 class Site:
     """One registered domain (`site0007.test`) with its hostnames and pages."""
@@ -94,6 +113,8 @@ class Site:
     robots_sitemaps: tuple[str, ...] = ()  # apex paths named by `Sitemap:` lines in robots.txt
     # REDIRECT_OTHER_SITE: the apex of the site whose /robots.txt this site's redirects to.
     robots_redirect_host: str | None = None
+    # Served before `pages` (which still hold the HTML ones, for the link graph).
+    files: dict[tuple[str, str], SiteFile] = field(default_factory=dict, hash=False)
 
     @property
     def apex(self) -> str:

@@ -36,7 +36,8 @@ class TestWebProcess:
     (`TestWeb.hostile_sites()`), `freshness=True` the freshness features
     (`TestWeb.freshness()`; needs `sites >= 12`), `robots_cases=True` the issue 13
     robots.txt files (`TestWeb.robots_cases()`; needs `sites >= 12`), `scope_cases=True`
-    the crawl-scope cases (`TestWeb.scope_cases()`; needs `sites >= 4`).
+    the crawl-scope cases (`TestWeb.scope_cases()`; needs `sites >= 4`), `script_cases=True`
+    the script-built sites and pages (`TestWeb.script_cases()`; needs `sites >= 3`).
     """
 
     __test__: ClassVar[bool] = False  # not a pytest test class
@@ -54,12 +55,14 @@ class TestWebProcess:
         freshness: bool = False,
         robots_cases: bool = False,
         scope_cases: bool = False,
+        script_cases: bool = False,
     ) -> None:
         self._args = (sites, pages, seed)
         self._hostile = hostile
         self._freshness = freshness
         self._robots_cases = robots_cases
         self._scope_cases = scope_cases
+        self._script_cases = script_cases
         self._own_dir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="trawl-testweb-")) if workdir is None else workdir
@@ -80,6 +83,7 @@ class TestWebProcess:
             freshness=freshness,
             robots_cases=robots_cases,
             scope_cases=scope_cases,
+            script_cases=script_cases,
         )
 
     def __repr__(self) -> str:
@@ -102,6 +106,8 @@ class TestWebProcess:
             command.append("--robots-cases")
         if self._scope_cases:
             command.append("--scope-cases")
+        if self._script_cases:
+            command.append("--script-cases")
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._stderr_path.open("wb") as stderr:
             # stdin: a pipe only this process holds, so the web ends with it however it ends.

@@ -10,7 +10,8 @@ evaluated by RFC 9309 with trawl's parser), and `politeness_inputs` feeds `check
 Rules the generator keeps, so expectations stay simple:
 - every page of a site is linked from an index page that is never `nofollow`, except the
   freshness web's sitemap-only pages (`build_web(freshness=True)`, see `freshness.py`);
-- pages carry no external resources (no stylesheets, images or scripts), and a
+- pages carry no external resources (no stylesheets, images or scripts; the script cases
+  of `build_web(script_cases=True)` are the exception, see `script_cases.py`), and a
   `<link rel="next">` target is also linked by an `<a>`, so a link extractor that reads
   `<link>` tags and one that does not discover the same URLs;
 - link targets never carry a query other than utm_* parameters.
@@ -22,7 +23,7 @@ import dataclasses
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from trawl.politeness.robots_txt import RobotsTxt
 from trawl.testweb.freshness import Freshness, add_freshness
@@ -31,7 +32,12 @@ from trawl.testweb.layout import Decoration, Form, Link, Page, PageKind, Place, 
 from trawl.testweb.politeness import PolitenessInputs
 from trawl.testweb.robots_variants import RobotsVariant, effective_rules
 from trawl.testweb.scope_cases import ScopeCases, add_scope_cases
+from trawl.testweb.script_cases import MIN_SITES as MIN_SCRIPT_SITES
+from trawl.testweb.script_cases import ScriptCases, add_script_cases
 from trawl.testweb.site_builder import build_sites
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "DEFAULT_AGENT_TOKEN",
@@ -46,6 +52,7 @@ __all__ = [
     "Place",
     "RobotsVariant",
     "ScopeCases",
+    "ScriptCases",
     "Site",
     "TestWeb",
     "build_web",
@@ -70,6 +77,8 @@ class TestWeb:
     freshness_spec: Freshness | None = None
     # The crawl-scope cases (`build_web(scope_cases=True)`), see `scope_cases()`.
     scope_cases_spec: ScopeCases | None = None
+    # The script-built cases (`build_web(script_cases=True)`), see `script_cases()`.
+    script_cases_spec: ScriptCases | None = None
 
     def site_of(self, host: str) -> Site | None:
         return self.by_host.get(host.lower())
@@ -116,6 +125,15 @@ class TestWeb:
         """
         return set(self._walk(port, agent_token, with_sitemaps=True)[0])
 
+    def expected_fetches_with_rendering(
+        self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN
+    ) -> set[tuple[str, str]]:
+        """`expected_fetches` of a crawl that also follows the links in the rendered DOM of
+        the script cases' shells (`ScriptCases.rendered_links`), so it reaches the
+        render-only pages. The scripts, JSON and images a browser loads are left out."""
+        rendered = self.script_cases().rendered_links
+        return set(self._walk(port, agent_token, rendered=rendered)[0])
+
     def breadth_first_order(
         self, port: int, agent_token: str = DEFAULT_AGENT_TOKEN
     ) -> list[tuple[str, str]]:
@@ -133,6 +151,12 @@ class TestWeb:
         if self.scope_cases_spec is None:
             raise ValueError("this test web was built without scope_cases=True")
         return self.scope_cases_spec
+
+    def script_cases(self) -> ScriptCases:
+        """Which URLs play which script case; raises ValueError unless built with it."""
+        if self.script_cases_spec is None:
+            raise ValueError("this test web was built without script_cases=True")
+        return self.script_cases_spec
 
     def followed_targets(self, host: str, path: str) -> list[tuple[str, str]]:
         """(host, path) of the links a crawler follows from this URL once fetched: a
@@ -201,7 +225,12 @@ class TestWeb:
         return {site.domain: site.page_bound for site in self.hostile}
 
     def _walk(
-        self, port: int, agent_token: str, *, with_sitemaps: bool = False
+        self,
+        port: int,
+        agent_token: str,
+        *,
+        with_sitemaps: bool = False,
+        rendered: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] | None = None,
     ) -> tuple[list[tuple[str, str]], set[str]]:
         rules = {s.domain: RobotsTxt.parse(self.robots_rules(s)) for s in self.sites}
         start = [(domain, "/") for domain in self.seed_domains]
@@ -217,6 +246,8 @@ class TestWeb:
             targets = _followed_targets(site.pages.get((host, path)))
             if host not in robots_hosts and with_sitemaps:
                 targets += _sitemap_targets(site, host)
+            if rendered is not None:
+                targets += rendered.get((host, path), ())
             robots_hosts.add(host)
             if not rules[site.domain].is_allowed(f"http://{host}:{port}{path}", agent_token):
                 continue
@@ -266,6 +297,7 @@ def build_web(
     freshness: bool = False,
     robots_cases: bool = False,
     scope_cases: bool = False,
+    script_cases: bool = False,
 ) -> TestWeb:
     """Build a test web of `n_sites` sites of about `pages_per_site` pages each.
 
@@ -278,11 +310,17 @@ def build_web(
     groups named like trawl but not `trawl`, and a redirect to another site's robots.txt
     (see `TestWeb.robots_cases`). `scope_cases` (needs `n_sites >= 4`, not with
     `freshness`) adds a cross-site redirect, a www. page and a sitemap to site 3 for the
-    crawl-scope tests (see `scope_cases.py`, `TestWeb.scope_cases`). Pure: the same
-    arguments give the same web.
+    crawl-scope tests (see `scope_cases.py`, `TestWeb.scope_cases`). `script_cases`
+    (needs `n_sites >= 3`) adds the script-built sites and pages of issue 18, linked from
+    the first seed's home page: an app whose every page is the same shell, server-rendered
+    framework pages, a login page, a page using another site's assets and one that never
+    settles (see `script_cases.py`, `TestWeb.script_cases`); it is applied last, so the
+    web is otherwise as without it. Pure: the same arguments give the same web.
     """
     if n_sites < 1 or pages_per_site < 1:
         raise ValueError(f"need >= 1 site and page, got {n_sites=} {pages_per_site=}")
+    if script_cases and n_sites < MIN_SCRIPT_SITES:
+        raise ValueError(f"script_cases needs >= {MIN_SCRIPT_SITES} sites, got {n_sites}")
     sites = build_sites(n_sites, pages_per_site, random.Random(seed))
     if robots_cases:
         sites = _with_robots_cases(sites)
@@ -301,15 +339,18 @@ def build_web(
         hostile_sites = build_hostile_sites()
         sites = [_link_hostile(s, hostile_sites) if s.domain == seeds[0] else s for s in sites]
         by_host = {host: site for site in sites for host in site.hosts}
-    if not freshness:
-        return TestWeb(tuple(sites), seeds, by_host, hostile_sites, scope_cases_spec=cases)
-    base = TestWeb(tuple(sites), seeds, by_host, hostile_sites)
-    reached = {host for host, path in base.expected_fetches(80) if path == "/"}
-    # Its own generator, so the base web is the same with and without the features.
-    rng = random.Random(f"freshness:{seed}")
-    sites, spec = add_freshness(sites, seeds, reached, rng)
+    spec: Freshness | None = None
+    if freshness:
+        base = TestWeb(tuple(sites), seeds, by_host, hostile_sites)
+        reached = {host for host, path in base.expected_fetches(80) if path == "/"}
+        # Its own generator, so the base web is the same with and without the features.
+        rng = random.Random(f"freshness:{seed}")
+        sites, spec = add_freshness(sites, seeds, reached, rng)
+    script: ScriptCases | None = None
+    if script_cases:
+        sites, script = add_script_cases(sites, seeds[0])
     by_host = {host: site for site in sites for host in site.hosts}
-    return TestWeb(tuple(sites), seeds, by_host, hostile_sites, spec)
+    return TestWeb(tuple(sites), seeds, by_host, hostile_sites, spec, cases, script)
 
 
 def _link_hostile(site: Site, hostile: tuple[HostileSite, ...]) -> Site:
