@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from trawl.errors import ConfigError
-from trawl.render.browser import ChromiumRenderer, find_chromium
+from trawl.render.browser import ChromiumRenderer
+from trawl.render.chromium import find_chromium
 from trawl.render.ports import RenderJob, RenderResult, RenderState, SubresourceAnswer
 
 if TYPE_CHECKING:

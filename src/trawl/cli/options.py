@@ -60,6 +60,13 @@ def add_fetch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user-agent", help="full User-Agent (must name trawl and a contact URL)")
     p.add_argument("--contact", help="contact URL for the User-Agent (required)")
     p.add_argument("--config", type=Path, help="TOML config file")
+    p.add_argument(
+        "--render",
+        choices=("auto", "off"),
+        default=None,
+        help="render pages built by JavaScript in headless Chromium (auto, the default when"
+        " Chromium is installed) or never (off); see docs/CONFIG.md [render]",
+    )
     add_scope_options(p)
 
 
@@ -129,6 +136,7 @@ def fetch_settings(args: argparse.Namespace, **crawl: object) -> Settings:
             "extra_hops": args.extra_hops,
             "max_pages": args.max_pages_per_seed,
         },
+        render={"mode": args.render},
         network={
             "resolve": tuple(args.resolve) if args.resolve else None,
             "hosts_file": args.hosts_file,

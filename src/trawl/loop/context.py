@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from trawl.loop.durability import Durability
     from trawl.loop.placement import Placement
     from trawl.loop.policy import LoopPolicy
+    from trawl.loop.renders import Rendering
     from trawl.loop.run_state import RunState
     from trawl.loop.stats import CrawlStats
     from trawl.loop.workers import WorkerPool
@@ -74,6 +75,8 @@ class CrawlContext:
     traps: TrapCounters
     # Calls from the API's thread, run between the crawl's steps (loop.inbox).
     inbox: CrawlInbox = field(default_factory=CrawlInbox)
+    # Pages built by JavaScript (issue 18): None when rendering is off or has no browser.
+    render: Rendering | None = None
 
     @property
     def agent_token(self) -> str:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from trawl.loop import lag
 from trawl.loop.content import StoredContent
 from trawl.loop.outcomes import PageOutcomes
+from trawl.loop.render_fetches import RenderFetches
+from trawl.loop.renders import Renders
 from trawl.loop.requests import NotSent, SiteRequests
 from trawl.loop.sitemaps import Sitemaps
 from trawl.model import Line
@@ -33,7 +35,16 @@ class Crawler:
         sitemaps = Sitemaps(ctx)
         content = StoredContent(ctx)
         self.requests = SiteRequests(ctx, sitemaps, content)
-        self.outcomes = PageOutcomes(ctx, sitemaps, content)
+        self.renders = None
+        if ctx.render is not None:
+            fetches = RenderFetches(
+                ctx,
+                self.requests,
+                content,
+                max_body_bytes=ctx.render.settings.max_subresource_bytes,
+            )
+            self.renders = Renders(ctx, ctx.render, fetches)
+        self.outcomes = PageOutcomes(ctx, sitemaps, content, self.renders)
         self._turns = asyncio.Semaphore(ctx.policy.concurrency)
         self._wakeup = asyncio.Event()
 
@@ -42,6 +53,8 @@ class Crawler:
         run = self.ctx.run
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.ctx.durability.commit_loop())
+            if self.renders is not None:
+                tasks.create_task(self.renders.run())
             if self._watch_lag:
                 tasks.create_task(lag.watch(self.ctx.stats.loop_lag, run.stopped))
             while not run.should_stop():

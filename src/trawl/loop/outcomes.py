@@ -30,16 +30,24 @@ TOO_MANY_REDIRECTS = "too_many_redirects"
 if TYPE_CHECKING:
     from trawl.loop.content import StoredContent
     from trawl.loop.context import CrawlContext
+    from trawl.loop.renders import Renders
     from trawl.loop.sitemaps import Sitemaps
     from trawl.model import Lease
     from trawl.politeness.site_state import SiteState
 
 
 class PageOutcomes:
-    def __init__(self, ctx: CrawlContext, sitemaps: Sitemaps, content: StoredContent) -> None:
+    def __init__(
+        self,
+        ctx: CrawlContext,
+        sitemaps: Sitemaps,
+        content: StoredContent,
+        renders: Renders | None = None,
+    ) -> None:
         self.ctx = ctx
         self.content = content
         self.sitemaps = sitemaps
+        self.renders = renders
 
     async def handle(self, lease: Lease, result: FetchResult, previous: PageRecord | None) -> None:
         """`previous` is the page's record before this fetch (refetches only)."""
@@ -66,6 +74,8 @@ class PageOutcomes:
             event = self.content.store(item, result, record, out, previous)
             if out.render_reason is not None:
                 ctx.stats.count(ctx.stats.render_candidates, out.render_reason.value)
+            if self.renders is not None:
+                self.renders.consider(item, record, out)
             self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
             self._archive_answer(item, result, record)

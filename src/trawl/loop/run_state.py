@@ -55,6 +55,9 @@ class RunState:
         self.started_at = clock.now()
         self.pages_started = 0
         self.turns = 0
+        # Pages queued for a browser (loop.renders): their links may be new URLs, so a
+        # one-shot crawl is not finished while any waits.
+        self.renders_waiting = 0
         self.stopping = False
         self.blocked: set[str] = set()
         self.working: Counter[str] = Counter()
@@ -151,13 +154,13 @@ class RunState:
         return max_pages > 0 and self.pages_started >= max_pages
 
     def is_finished(self) -> bool:
-        """No turn running and nothing queued but URLs of blocked sites.
+        """No turn running, no render waiting and nothing queued but URLs of blocked sites.
 
         Those stay queued (a rerun or a continuous crawl retries them); a one-shot crawl
         does not sit out robots retry waits of up to an hour, nor the trickle of a contained
         trap site (frontier.containment), nor a site over its daily cap.
         """
-        if self.turns or self.limits.continuous:
+        if self.turns or self.limits.continuous or self.renders_waiting:
             return False
         waiting = sum(self._frontier.queued_for(site) for site in self.blocked)
         return self._frontier.queued() == waiting

@@ -48,6 +48,10 @@ class CrawlStats:
     render_candidates: dict[str, int] = field(default_factory=dict)
     # The browser's requests (loop.render_fetches), by outcome: "fetched", "robots", ...
     render_requests: dict[str, int] = field(default_factory=dict)
+    # What the render policy decided for candidates (render.policy.RenderWhy values), and
+    # how renders ended ("done", "timeout", "cut", "failed", "failed-retry", "unreadable").
+    render_decisions: dict[str, int] = field(default_factory=dict)
+    renders: dict[str, int] = field(default_factory=dict)
 
     # Politeness at work (issue 6's metrics): how often, and how long, a request waited.
     fetch_seconds: Histogram = field(default_factory=Histogram)  # every request's exchange

@@ -41,11 +41,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
@@ -53,6 +51,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import async_playwright
 
 from trawl.errors import ConfigError, UsageError
+from trawl.render.chromium import find_chromium
 from trawl.render.ports import (
     FetchedSubresource,
     RendererStats,
@@ -80,10 +79,8 @@ if TYPE_CHECKING:
         WebSocketRoute,
     )
 
-__all__ = ["CHROMIUM_NAMES", "ChromiumRenderer", "find_chromium"]
+__all__ = ["ChromiumRenderer"]
 
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-DEBIAN_CHROMIUM = "/usr/bin/chromium"
 QUIET_S = 0.5  # no routed request started or ended for this long: the page has settled
 CONTENT_GRACE_S = 3.0  # serialising the DOM after the cap; a page busy in a loop fails
 CLOSE_GRACE_S = 5.0  # closing a render's context; longer means the browser is stuck
@@ -109,26 +106,6 @@ _CHROMIUM_ARGS = (
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
 )
-
-
-def find_chromium(path: str | None = None) -> str:
-    """The Chromium executable: `path` if given, else the first of CHROMIUM_NAMES on PATH,
-    else Debian's /usr/bin/chromium. Raises ConfigError naming what was tried."""
-    if path is not None:
-        if Path(path).is_file() and os.access(path, os.X_OK):
-            return path
-        raise ConfigError(f"render: Chromium {path!r} is not an executable file")
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
-        if found is not None:
-            return found
-    if os.access(DEBIAN_CHROMIUM, os.X_OK):
-        return DEBIAN_CHROMIUM
-    tried = ", ".join(CHROMIUM_NAMES)
-    raise ConfigError(
-        f"render: no Chromium found: tried {tried} on PATH={os.environ.get('PATH', '')!r}"
-        f" and {DEBIAN_CHROMIUM} (install Debian's chromium: apt-get install chromium)"
-    )
 
 
 @dataclass(slots=True, eq=False)

@@ -27,6 +27,7 @@ from trawl.loop.durability import Durability
 from trawl.loop.operator_changes import replay as replay_operator_changes
 from trawl.loop.placement import EmbeddedPlacement
 from trawl.loop.policy import LoopPolicy, RobotsPolicy, RunLimits, SitemapPolicy, StorePolicy
+from trawl.loop.renders import Rendering
 from trawl.loop.run_state import RunState
 from trawl.loop.stats import CrawlStats
 from trawl.loop.workers import WorkerPool, page_workers, start_process_pool, usable_cpus
@@ -35,6 +36,9 @@ from trawl.politeness.ip_gate import IpGate
 from trawl.politeness.site_book import SiteBook
 from trawl.politeness.site_clock import ClockPolicy
 from trawl.recrawl.schedule import RecrawlPolicy
+from trawl.render.chromium import find_chromium
+from trawl.render.policy import RenderBook, RenderRules
+from trawl.render.queue_sqlite import SqliteRenderQueue
 from trawl.seen.seen_set import SeenSet
 from trawl.store.fingerprints_sqlite import SqliteFingerprints
 from trawl.store.layout import (
@@ -59,6 +63,7 @@ if TYPE_CHECKING:
     from trawl.config import Settings
     from trawl.fetch.ports import Fetcher
     from trawl.loop.placement import Placement
+    from trawl.render.ports import Renderer
     from trawl.seen.ports import SeenUrls
     from trawl.store.ports import Records, WarcSink
 
@@ -104,6 +109,36 @@ def trap_policy(settings: Settings) -> TrapPolicy:
         return TrapPolicy(**dataclasses.asdict(settings.traps))
     except ValueError as exc:
         raise ConfigError(f"[traps]: {exc}") from None
+
+
+def rendering(settings: Settings, conn: sqlite3.Connection) -> Rendering | None:
+    """The render step's parts (issue 18), or None when `[render] mode` is off or no
+    Chromium is found (one notice line: plain crawling goes on as without rendering). A
+    Chromium path set in the config that is not there is a config error."""
+    s = settings.render
+    if s.mode == "off":
+        return None
+    try:
+        executable = find_chromium(s.chromium or None)
+    except ConfigError as exc:
+        if s.chromium:
+            raise
+        log.warning("%s; pages built by JavaScript are not rendered (--render off hides this)", exc)
+        return None
+    agent = user_agent(settings)
+
+    def make_renderer() -> Renderer:
+        from trawl.render.browser import ChromiumRenderer
+
+        return ChromiumRenderer(
+            user_agent=agent,
+            executable=executable,
+            recycle_after_pages=s.recycle_after_pages,
+            max_rss_mb=s.max_browser_rss_mb,
+        )
+
+    book = RenderBook(RenderRules.from_settings(s))
+    return Rendering(book, SqliteRenderQueue(conn), make_renderer, s)
 
 
 def build_context(
@@ -246,6 +281,9 @@ def build_context(
         durability=durability,
         stats=stats,
         traps=traps,
+        # Cluster nodes (they pass `conn`) do not render yet: their local render queue
+        # would not move with a partition.
+        render=rendering(settings, conn) if operator_log is not None else None,
     )
     if operator_log is not None and replay_operator_changes(ctx, conn, operator_log):
         log.info("operator changes the last run had not committed were replayed")

@@ -1,0 +1,221 @@
+"""Step 3b of the loop: pages built by JavaScript, rendered by a browser (issue 18).
+
+How this works.
+- `consider` runs after a page is stored: the page worker named it a script shell, or
+  not (parse.render_need); the render policy decides (render.policy: shares of the
+  site's and the crawl's pages, what earlier renders of the site gained, the operator's
+  force_on/force_off); a page it sends is queued (render.queue_sqlite), pointing at the
+  plain response's WARC record, in the crawl's transaction.
+- `run` leases queued pages, one a site at a time, at `[render] concurrency`, and renders
+  each: the browser is served the stored bytes (never a second fetch), and every other
+  request it makes goes through `RenderFetches` (robots.txt, the site clock, the per-IP
+  gate, the SSRF guard, the body cap) by the render's deadline.
+- A finished render is stored as a WARC conversion record referring to the plain
+  response, read against the plain page in a worker (links and text gained), its links
+  go through intake like any page's, its gains teach the policy, and the page record's
+  `render` fields say what happened. Then its queue row goes.
+- A one-shot crawl is not finished while renders wait (their links may be new URLs); a
+  stop cancels the renders in flight, whose rows stay queued for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trawl.errors import DataError
+from trawl.model import CrawlUrl, Line
+from trawl.parse.page_work import process_rendered
+from trawl.render.ports import RenderJob, RenderState, SubresourceAnswer
+from trawl.render.queue_sqlite import RenderItem
+from trawl.store.layout import WARC_DIR
+from trawl.store.warc import read_record
+from trawl.store.warc_record import encode_conversion_record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from trawl.config import RenderSettings
+    from trawl.loop.context import CrawlContext
+    from trawl.loop.render_fetches import RenderFetches
+    from trawl.model import PageRecord
+    from trawl.parse.page_work import PageOutput, RenderedOutput
+    from trawl.render.policy import RenderBook
+    from trawl.render.ports import Renderer, RenderResult
+    from trawl.render.queue_sqlite import SqliteRenderQueue
+    from trawl.store.warc_record import StoredBody
+
+log = logging.getLogger(__name__)
+
+LEASE_MARGIN_S = 60.0  # a render's lease outlives its timeout by this much
+RETRY_AFTER_S = 30.0  # a render the browser failed is tried again this much later
+MAX_ATTEMPTS = 2
+IDLE_POLL_S = 0.5  # how often an idle runner looks at the queue
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Rendering:
+    """The render step's parts, built by wiring when rendering is on."""
+
+    book: RenderBook
+    queue: SqliteRenderQueue
+    # Makes the renderer when the first page needs one: a crawl that finds no page built
+    # by JavaScript neither imports Playwright nor starts a browser.
+    make_renderer: Callable[[], Renderer]
+    settings: RenderSettings
+
+
+class Renders:
+    def __init__(self, ctx: CrawlContext, parts: Rendering, fetches: RenderFetches) -> None:
+        self._ctx = ctx
+        self._parts = parts
+        self._fetches = fetches
+        self._active: set[asyncio.Task[None]] = set()
+        self._wakeup = asyncio.Event()
+        self._renderer: Renderer | None = None
+
+    def consider(self, item: CrawlUrl, record: PageRecord, out: PageOutput) -> None:
+        """After a plain HTML page is stored: queue it for a browser if the policy says so."""
+        book = self._parts.book
+        book.note_plain_page(item.site)
+        reason = out.render_reason.value if out.render_reason is not None else ""
+        decision = book.decide(item.url, item.site, reason)
+        stats = self._ctx.stats
+        if reason or decision.render:
+            stats.count(stats.render_decisions, decision.why.value)
+        if not decision.render or not record.storage_key:
+            return
+        record_id = out.warc_record.record_id if out.warc_record is not None else ""
+        queued = RenderItem(
+            item.url, item.url_hash, item.site, reason or "forced", record.storage_key,
+            record_id, record.last_fetched_at, depth=item.depth, standing=item.standing,
+            score=item.score,
+        )  # fmt: skip
+        queue = self._parts.queue
+        queue.offer(queued, self._ctx.clock.now())
+        self._ctx.run.renders_waiting = queue.stats().queued
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        """Lease and render queued pages until the crawl stops. A render's unexpected
+        error (a bug, not the web's doing) ends the crawl with it, as any task's does."""
+        ctx = self._ctx
+        queue = self._parts.queue
+        queue.reset_leases()  # a crawl starting has no render in flight
+        ctx.run.renders_waiting = queue.stats().queued
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                while not ctx.run.stopping:
+                    self._start_renders(tasks)
+                    self._wakeup.clear()
+                    await ctx.clock.wait_for(self._wakeup, IDLE_POLL_S)
+                for task in self._active:
+                    task.cancel()  # its row stays queued for the next run
+        finally:
+            if self._renderer is not None:
+                await self._renderer.close()
+
+    def _start_renders(self, tasks: asyncio.TaskGroup) -> None:
+        free = self._parts.settings.concurrency - len(self._active)
+        if free <= 0:
+            return
+        lease_s = self._parts.settings.page_timeout_s + LEASE_MARGIN_S
+        for item in self._parts.queue.lease(self._ctx.clock.now(), lease_s, free):
+            task = tasks.create_task(self._render(item))
+            self._active.add(task)
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._active.discard(task)
+        self._wakeup.set()
+
+    async def _render(self, item: RenderItem) -> None:
+        ctx = self._ctx
+        try:
+            stored = await asyncio.to_thread(read_record, ctx.data_dir / WARC_DIR, item.storage_key)
+        except DataError as exc:
+            log.warning("render of %s skipped: its plain copy is unreadable: %s", item.url, exc)
+            self._finish(item, "unreadable")
+            return
+        result = await self._browse(item, stored)
+        if result.state is RenderState.FAILED and item.attempts < MAX_ATTEMPTS:
+            self._parts.queue.retry(item.url_hash, ctx.clock.now() + RETRY_AFTER_S)
+            ctx.stats.count(ctx.stats.renders, "failed-retry")
+            return
+        fields: dict[str, object] = {
+            "state": result.state.value,
+            "reason": item.reason,
+            "renderedAt": ctx.clock.now(),
+            "renderMs": round(result.wall_s * 1000),
+            "requestsFetched": result.requests_fetched,
+            "requestsBlocked": result.requests_blocked,
+        }
+        if result.state is not RenderState.FAILED and result.html:
+            fields.update(await self._store(item, stored, result))
+        else:
+            fields["message"] = result.message
+        self._note_record(item, fields)
+        self._finish(item, result.state.value)
+
+    async def _browse(self, item: RenderItem, stored: StoredBody) -> RenderResult:
+        ctx, s = self._ctx, self._parts.settings
+        content_type = next(
+            (v for k, v in stored.http_headers if k.lower() == "content-type"), "text/html"
+        )
+        job = RenderJob(
+            item.url, item.site, stored.payload, content_type, s.page_timeout_s,
+            s.max_subrequests, s.max_subresource_bytes,
+        )  # fmt: skip
+        deadline = ctx.clock.now() + s.page_timeout_s
+
+        async def fetch(url: str, resource_type: str) -> SubresourceAnswer | None:
+            answer = await self._fetches.fetch(url, deadline)
+            if answer is None or answer.body is None or not 100 <= answer.status <= 599:
+                return None
+            return SubresourceAnswer(answer.status, answer.headers, answer.body)
+
+        if self._renderer is None:
+            self._renderer = self._parts.make_renderer()
+        return await self._renderer.render(job, fetch)
+
+    async def _store(
+        self, item: RenderItem, stored: StoredBody, result: RenderResult
+    ) -> dict[str, object]:
+        """The conversion record, the rendered page's links and what it gained."""
+        ctx = self._ctx
+        html = result.html.encode("utf-8", errors="replace")
+        conversion = encode_conversion_record(
+            url=item.url, rendered_at=ctx.clock.now(), html=html, refers_to_id=stored.record_id
+        )
+        key = ctx.warc.append(conversion)
+        out: RenderedOutput = await ctx.cpu_pool.run(
+            process_rendered, item.url, html, stored.payload, ctx.agent_token
+        )
+        text_gained = max(0, out.text_chars - out.plain_text_chars)
+        self._parts.book.note_render(
+            item.site, text_gained_chars=text_gained, links_gained=out.links_gained
+        )
+        if out.links and not ctx.run.stopping:
+            source = CrawlUrl(
+                item.url, item.url_hash, item.site, item.depth, Line.FAST, item.fetched_at,
+                score=item.score, standing=item.standing,
+            )  # fmt: skip
+            ctx.stats.links_found += len(out.links)
+            ctx.intake.add_page_links(source, out.links)
+        return {"linksGained": out.links_gained, "textGained": text_gained, "storageKey": key}
+
+    def _note_record(self, item: RenderItem, fields: dict[str, object]) -> None:
+        records = self._ctx.records
+        record = records.get_page(item.url_hash)
+        if record is not None:
+            record.render = fields
+            records.put_page(record, None)
+
+    def _finish(self, item: RenderItem, outcome: str) -> None:
+        ctx = self._ctx
+        queue = self._parts.queue
+        queue.done(item.url_hash)
+        ctx.run.renders_waiting = queue.stats().queued
+        ctx.stats.count(ctx.stats.renders, outcome)
