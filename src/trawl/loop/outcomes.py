@@ -97,7 +97,10 @@ class PageOutcomes:
                 ctx.traps.count(TrapReason.SIMILAR_PAGES)
             similar = state.traps.last_page_has_twin
         ctx.stats.links_found += len(out.links)
-        copy = _same_site_copy(item, record)
+        # A script shell's plain copy (an app serves the same shell at every URL) says
+        # nothing about the site's shape: its content is what rendering finds (issue 18).
+        shell = out.render_reason is not None
+        copy = _Copy.NONE if shell else _same_site_copy(item, record)
         if copy is not _Copy.NONE:
             # New spellings of known content at best (frontier.containment): not followed.
             ctx.traps.count(TrapReason.COPY_PAGE_LINKS, len(out.links))

@@ -87,11 +87,12 @@ class Renders:
             stats.count(stats.render_decisions, decision.why.value)
         if not decision.render or not record.storage_key:
             return
-        record_id = out.warc_record.record_id if out.warc_record is not None else ""
+        # The page's own capture (a response, or a revisit when the same shell was stored
+        # before at another URL): what its conversion record refers to.
         queued = RenderItem(
             item.url, item.url_hash, item.site, reason or "forced", record.storage_key,
-            record_id, record.last_fetched_at, depth=item.depth, standing=item.standing,
-            score=item.score,
+            record.warc_record_id, record.last_fetched_at, depth=item.depth,
+            standing=item.standing, score=item.score,
         )  # fmt: skip
         queue = self._parts.queue
         queue.offer(queued, self._ctx.clock.now())
@@ -187,7 +188,10 @@ class Renders:
         ctx = self._ctx
         html = result.html.encode("utf-8", errors="replace")
         conversion = encode_conversion_record(
-            url=item.url, rendered_at=ctx.clock.now(), html=html, refers_to_id=stored.record_id
+            url=item.url,
+            rendered_at=ctx.clock.now(),
+            html=html,
+            refers_to_id=item.record_id or stored.record_id,
         )
         key = ctx.warc.append(conversion)
         out: RenderedOutput = await ctx.cpu_pool.run(

@@ -13,15 +13,14 @@ from pathlib import Path
 
 from trawl.errors import ConfigError
 
-__all__ = ["CHROMIUM_NAMES", "DEBIAN_CHROMIUM", "find_chromium"]
+__all__ = ["CHROMIUM_NAMES", "find_chromium"]
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-DEBIAN_CHROMIUM = "/usr/bin/chromium"
 
 
 def find_chromium(path: str | None = None) -> str:
-    """The Chromium executable: `path` if given, else the first of CHROMIUM_NAMES on PATH,
-    else Debian's /usr/bin/chromium. Raises ConfigError naming what was tried."""
+    """The Chromium executable: `path` if given, else the first of CHROMIUM_NAMES on PATH
+    (Debian's is /usr/bin/chromium). Raises ConfigError naming what was tried."""
     if path is not None:
         if Path(path).is_file() and os.access(path, os.X_OK):
             return path
@@ -30,10 +29,8 @@ def find_chromium(path: str | None = None) -> str:
         found = shutil.which(name)
         if found is not None:
             return found
-    if os.access(DEBIAN_CHROMIUM, os.X_OK):
-        return DEBIAN_CHROMIUM
     tried = ", ".join(CHROMIUM_NAMES)
     raise ConfigError(
         f"render: no Chromium found: tried {tried} on PATH={os.environ.get('PATH', '')!r}"
-        f" and {DEBIAN_CHROMIUM} (install Debian's chromium: apt-get install chromium)"
+        " (install Debian's chromium: apt-get install chromium, or set [render] chromium)"
     )
