@@ -73,6 +73,8 @@ class CrawlSnapshot:
     statuses: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     render_candidates: dict[str, int] = field(default_factory=dict)  # CrawlStats's
+    renders: dict[str, int] = field(default_factory=dict)  # CrawlStats's, by how they ended
+    render_requests: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)  # CrawlStats.failures
     waits: dict[str, int] = field(default_factory=dict)
     wait_seconds: dict[str, float] = field(default_factory=dict)
@@ -140,6 +142,8 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         "nearDuplicates": st.near_duplicates,
         "renderCandidates": dict(st.render_candidates),
         "renderRequests": dict(st.render_requests),
+        "renderDecisions": dict(st.render_decisions),
+        "renders": dict(st.renders),
         "scope": scope_line,
         "loopLag": {
             "p50": st.loop_lag.quantile(0.5),
@@ -155,6 +159,8 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         statuses=statuses,
         skipped=dict(st.skipped),
         render_candidates=dict(st.render_candidates),
+        renders=dict(st.renders),
+        render_requests=dict(st.render_requests),
         failures=dict(st.failures),
         waits=dict(st.waits),
         wait_seconds=dict(st.wait_seconds),

@@ -171,9 +171,12 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
             f"turns refresh/discovery {refresh}/{fast + slow} "
             f"({s.contested_turns[0]}/{s.contested_turns[1]} while both waited)\n"
         )
-    if st.render_candidates:
+    if st.render_candidates or st.renders:
         out.write(
-            f"pages that look built by JavaScript {dict(sorted(st.render_candidates.items()))}\n"
+            f"pages that look built by JavaScript {dict(sorted(st.render_candidates.items()))}"
+            f", sent to the browser {dict(sorted(st.render_decisions.items()))}"
+            f", renders {dict(sorted(st.renders.items()))}"
+            f", the browser's requests {dict(sorted(st.render_requests.items()))}\n"
         )
     if s.scope:
         skips = dict(sorted((s.skips or {}).items()))
