@@ -5,6 +5,7 @@
     python -m bench.speed --skip-scrapy   # trawl only
     python -m bench.speed --quick --scope-variants 2   # trawl with scope: any vs domain vs
                                                        # domain + 20 includes + 20 excludes
+    python -m bench.speed --render-variants 2   # trawl with --render auto vs off
 
 Installs what it needs (nginx from Debian, Scrapy from PyPI) on first use. Each crawler gets
 a fresh nginx with its own access log; the log is the witness for the crawl rate and for
@@ -134,17 +135,20 @@ SCOPE_VARIANTS: dict[str, list[str]] = {
     "trawl scope domain": ["--scope", "domain"],
     "trawl scope domain + 20 inc + 20 exc": ["--scope", "domain", *_PATTERNS],
 }
+# Issue 18: the render step's price on a web without script-built pages (`--render-variants`).
+RENDER_VARIANTS: dict[str, list[str]] = {"trawl": [], "trawl render off": ["--render", "off"]}
+TRAWL_VARIANTS = {**SCOPE_VARIANTS, **RENDER_VARIANTS}
 
 
 def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> list[str]:
     seeds = work / "seeds.txt"
     seeds.write_text("\n".join(spec.seeds) + "\n")
-    if name in SCOPE_VARIANTS:
+    if name in TRAWL_VARIANTS:
         return [
             sys.executable, "-m", "trawl", "crawl", "--seeds-file", str(seeds),
             "--data", str(work / "trawl-data"), "--hosts-file", str(spec.hosts_file),
             "--contact", "https://trawl.invalid/bench", "--max-time", str(max_time),
-            *SCOPE_VARIANTS[name],
+            *TRAWL_VARIANTS[name],
         ]  # fmt: skip
     return [
         sys.executable, "-m", "bench.scrapy_baseline.run", "--seeds-file", str(seeds),
@@ -226,15 +230,15 @@ def report(figures: list[RunFigures], meta: dict[str, object]) -> str:
             f", CPU per page x{t.cpu_ms_per_page / max(s.cpu_ms_per_page, 1e-9):.3f}"
             f" (Scrapy uses {s.cpu_ms_per_page / max(t.cpu_ms_per_page, 1e-9):.1f}x trawl's CPU)"
         )
-    variants = [f for f in figures if f.crawler in SCOPE_VARIANTS]
+    variants = [f for f in figures if f.crawler in TRAWL_VARIANTS]
     if len({f.crawler for f in variants}) > 1:
         rows += [
             "",
-            "| scope variant | runs | pages/s (mean) | vs any | CPU ms/page (mean) | vs any |",
+            "| variant | runs | pages/s (mean) | vs trawl | CPU ms/page (mean) | vs trawl |",
             "|---|---|---|---|---|---|",
         ]
         means = {}
-        for name in SCOPE_VARIANTS:
+        for name in TRAWL_VARIANTS:
             runs = [f for f in variants if f.crawler == name]
             if runs:
                 rate = sum(f.steady_pages_per_s for f in runs) / len(runs)
@@ -263,6 +267,12 @@ def main() -> int:
         metavar="ROUNDS",
         help="trawl only, with each scope variant in turn, ROUNDS times (issue 16)",
     )
+    parser.add_argument(
+        "--render-variants",
+        type=int,
+        metavar="ROUNDS",
+        help="trawl only, --render auto then off in turn, ROUNDS times (issue 18)",
+    )
     args = parser.parse_args()
     sites, pages, max_time, warmup = (800, 12, 30.0, 8.0) if args.quick else (2000, 50, 150.0, 30.0)
     max_time = args.max_time or max_time
@@ -274,6 +284,8 @@ def main() -> int:
     crawlers = ["trawl"] if args.skip_scrapy else ["trawl", "scrapy"]
     if args.scope_variants:
         crawlers = list(SCOPE_VARIANTS) * args.scope_variants  # interleaved: noise spreads
+    if args.render_variants:
+        crawlers = list(RENDER_VARIANTS) * args.render_variants
     if "scrapy" in crawlers:
         ensure_scrapy()
     figures = [measure(name, spec, root, max_time, warmup) for name in crawlers]
@@ -285,6 +297,8 @@ def main() -> int:
         "warmup_s": warmup,
     }
     name = "speed-scope" if args.scope_variants else "speed"
+    if args.render_variants:
+        name = "speed-render"
     out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps({"meta": meta, "runs": [asdict(f) for f in figures]}, indent=1))
     print(report(figures, meta))
