@@ -26,3 +26,6 @@ def test_renders_candidates_and_the_browsers_requests_are_counted() -> None:
     assert 'trawl_renders_total{state="done"} 5.0' in text
     assert 'trawl_renders_total{state="cut"} 0.0' in text  # every state from the start
     assert 'trawl_render_requests_total{outcome="robots"} 2.0' in text
+    empty = metrics_text(crawl_registry(View(CrawlSnapshot()))).decode()  # type: ignore[arg-type]
+    for family in ("trawl_render_candidates", "trawl_renders", "trawl_render_requests"):
+        assert f"{family}_total{{" in empty, family  # a sample from the start, as Prometheus wants

@@ -35,6 +35,7 @@ WAIT_REASONS = ("ip_gate", "site_clock", "paused")
 SKIP_REASONS = ("robots",)
 RENDER_REASONS = tuple(reason.value for reason in RenderReason)
 RENDER_STATES = ("done", "timeout", "cut", "failed")
+RENDER_REQUEST_OUTCOMES = ("fetched", "robots", "site-busy", "failed")  # loop.render_fetches
 SCOPE_SKIP_REASONS = ("scope", "exclude")
 
 
@@ -83,9 +84,10 @@ class CrawlCollector:
                        "reason", _zero_filled(snap.render_candidates, RENDER_REASONS))  # fmt: skip
         yield _counter("trawl_renders", "Renders in the browser, by how they ended",
                        "state", _zero_filled(snap.renders, RENDER_STATES))  # fmt: skip
+        requests = _zero_filled(snap.render_requests, RENDER_REQUEST_OUTCOMES)
         yield _counter("trawl_render_requests",
                        "The browser's requests trawl was asked to make, by outcome",
-                       "outcome", snap.render_requests)  # fmt: skip
+                       "outcome", requests)  # fmt: skip
         yield _counter("trawl_skips", "URLs and pages skipped, by reason",
                        "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
         # Issue 16: the skipped report's counts, over the whole crawl (a resumed crawl goes

@@ -75,6 +75,10 @@ class Renders:
         self._active: set[asyncio.Task[None]] = set()
         self._wakeup = asyncio.Event()
         self._renderer: Renderer | None = None
+        # Before the crawl's first look at whether it is finished: a resumed crawl whose
+        # frontier is empty still has its queued renders to do.
+        parts.queue.reset_leases()  # a crawl starting has no render in flight
+        ctx.run.renders_waiting = parts.queue.stats().queued
 
     def consider(self, item: CrawlUrl, record: PageRecord, out: PageOutput) -> None:
         """After a plain HTML page is stored: queue it for a browser if the policy says so."""
@@ -103,9 +107,6 @@ class Renders:
         """Lease and render queued pages until the crawl stops. A render's unexpected
         error (a bug, not the web's doing) ends the crawl with it, as any task's does."""
         ctx = self._ctx
-        queue = self._parts.queue
-        queue.reset_leases()  # a crawl starting has no render in flight
-        ctx.run.renders_waiting = queue.stats().queued
         try:
             async with asyncio.TaskGroup() as tasks:
                 while not ctx.run.stopping:
