@@ -45,6 +45,8 @@ class FakeIpSlots:
     released: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)  # in the order the notes were awaited
     release_fails: bool = False
+    note_delay_s: float = 0.0  # how long Redis takes to answer a note (real time)
+    order: list[str] = field(default_factory=list)  # notes and releases, as Redis saw them
 
     async def try_acquire(self, ip: str) -> float | None:
         self.asked.append(ip)
@@ -58,6 +60,8 @@ class FakeIpSlots:
 
         async def note() -> None:
             self.sent.append(f"{ip}#{held}")
+            await asyncio.sleep(self.note_delay_s)
+            self.order.append(f"sent {ip}")
             if self.release_fails:
                 raise CoordinatorUnavailable("redis down")
 
@@ -65,6 +69,7 @@ class FakeIpSlots:
 
     async def release(self, ip: str) -> None:
         self.released.append(ip)
+        self.order.append(f"released {ip}")
         if self.release_fails:
             raise CoordinatorUnavailable("redis down")
 
@@ -203,3 +208,19 @@ def test_repr_names_the_owner_and_its_table() -> None:
     assert repr(node().placement) == (
         "<NodePlacement n1 <PartitionTable loaded=0 changed=0 acquired=0 handed_over=0>>"
     )
+
+
+def test_a_slot_is_given_back_only_after_its_send_was_noted() -> None:
+    """CI saw two nodes' requests reach one IP 0.233 s apart under a 0.30 s gap: a fast
+    answer's release reached Redis before the note of its send, cleared the unsent mark
+    and left the admission time as the last start; the note came too late."""
+    n = node([None])
+    n.slots.note_delay_s = 0.02
+
+    async def main() -> None:
+        assert await n.placement.take_ip_slot("10.0.0.9")
+        n.placement.note_ip_sent("10.0.0.9")
+        await n.placement.give_ip_slot("10.0.0.9")  # the answer came at once
+
+    asyncio.run(main())
+    assert n.slots.order == ["sent 10.0.0.9", "released 10.0.0.9"]
