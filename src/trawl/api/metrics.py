@@ -21,6 +21,7 @@ from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
 from trawl.fetch.failure_reasons import REASONS
 from trawl.parse.render_need import RenderReason
+from trawl.render.ports import RenderState
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -34,7 +35,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WAIT_REASONS = ("ip_gate", "site_clock", "paused")
 SKIP_REASONS = ("robots",)
 RENDER_REASONS = tuple(reason.value for reason in RenderReason)
-RENDER_STATES = ("done", "timeout", "cut", "failed")
+RENDER_STATES = tuple(state.value for state in RenderState)
 RENDER_REQUEST_OUTCOMES = ("fetched", "robots", "site-busy", "failed")  # loop.render_fetches
 SCOPE_SKIP_REASONS = ("scope", "exclude")
 
