@@ -171,6 +171,12 @@ class PageRecord:
     render: dict[str, object] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def rendered_key(self) -> str:
+        """Storage key of the page's last rendered copy, "" if none is stored."""
+        key = self.render.get("storageKey")
+        return key if isinstance(key, str) else ""
+
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "urlHash": self.url_hash,
@@ -203,9 +209,21 @@ class PageRecord:
         return out
 
 
+PAGE_FETCHED = "page.fetched"
+PAGE_RENDERED = "page.rendered"
+
+
 @dataclass(frozen=True, slots=True)
 class PageFetchedEvent:
-    """The page.fetched hand-off event; `offset` is assigned by the outbox."""
+    """A hand-off event; `offset` is assigned by the outbox.
+
+    `page.fetched`: new content at a URL, its response record at `storage_key`.
+    `page.rendered` (issue 18): a browser's DOM of a page built by JavaScript, new for that
+    URL; `storage_key` names its conversion record (or, for a DOM identical to one stored
+    before at another URL, that copy's record), `content_hash` is the DOM's, `fetched_at`
+    the plain fetch it was rendered from, and `rendered_at` / `render_state` say when and
+    how the render ended (`done`, or `timeout`: the DOM as it was at the page's cap).
+    """
 
     url: str
     url_hash: str
@@ -214,11 +232,14 @@ class PageFetchedEvent:
     http_status: int
     fetched_at: float
     offset: int = -1
+    kind: str = PAGE_FETCHED
+    rendered_at: float = 0.0
+    render_state: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "offset": self.offset,
-            "type": "page.fetched",
+            "type": self.kind,
             "url": self.url,
             "urlHash": self.url_hash,
             "storageKey": self.storage_key,
@@ -226,3 +247,7 @@ class PageFetchedEvent:
             "httpStatus": self.http_status,
             "fetchedAt": self.fetched_at,
         }
+        if self.kind == PAGE_RENDERED:
+            out["renderedAt"] = self.rendered_at
+            out["renderState"] = self.render_state
+        return out

@@ -16,12 +16,17 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from tests.e2e.crash_support import reap_group
+from tests.e2e.crash_support import reap_group, trawl_output
+from tests.e2e.serve_support import get_json, http_get, run_serve
 from tests.e2e.support import crawl_command, crawl_in_process, web_settings
 from warcio.archiveiterator import ArchiveIterator
 
+from trawl.model import PAGE_RENDERED
 from trawl.render.process_tree import find_process
 from trawl.store.layout import DB_NAME, WARC_DIR
+from trawl.store.records_sqlite import SqliteRecords
+from trawl.store.sqlite_db import open_database
+from trawl.store.warc import read_record
 from trawl.testweb.politeness import check_politeness
 from trawl.testweb.process import TestWebProcess
 
@@ -96,12 +101,31 @@ def test_script_built_pages_are_rendered_politely_and_archived(tmp_path: Path) -
     assert conversions, "no conversion record"
     for target, refers_to in conversions:
         assert responses.get(refers_to) == target, (target, refers_to)
-    rendered = [p for p in records if p.render.get("storageKey")]
+    # A DOM identical to one stored before is named (duplicateOf), not stored again.
+    rendered = {p.render["storageKey"] for p in records if p.render.get("storageKey")}
     assert len(conversions) == len(rendered)
+    _check_rendered_hand_off(data, pages, [cases.url(k, port) for k in cases.render_only_urls])
     st = summary.stats
     assert st.renders.get("done", 0) >= len(cases.render_only_urls)
     assert st.render_requests.get("fetched", 0) > 0
     assert find_process(MARKER) is None, "a browser outlived its crawl"
+
+
+def _check_rendered_hand_off(data: Path, pages: dict[str, PageRecord], urls: list[str]) -> None:
+    """Each stored render went out as a page.rendered event naming its copy, and the copy
+    reads back (`trawl page --body --rendered`) as a DOM with more text than the shell."""
+    records = SqliteRecords(open_database(data / DB_NAME, readonly=True))
+    events = [e for e in records.read_events(0, 10_000) if e.kind == PAGE_RENDERED]
+    announced = {e.url: e.storage_key for e in events}
+    for page in pages.values():
+        if page.render.get("storageKey") and not page.render.get("duplicateOf"):
+            assert announced.get(page.url) == page.render["storageKey"], page.url
+    for url in urls:
+        plain = read_record(data / WARC_DIR, pages[url].storage_key).payload
+        rendered = trawl_output(["page", url, "--data", str(data), "--body", "--rendered"])
+        assert rendered == read_record(data / WARC_DIR, pages[url].rendered_key).payload
+        assert b"<h1>" in rendered, url
+        assert b"<h1>" not in plain, url
 
 
 def test_a_kill_9_while_rendering_loses_no_queued_render(tmp_path: Path) -> None:
@@ -164,3 +188,43 @@ def test_without_chromium_the_crawl_goes_on_plainly_with_one_notice(tmp_path: Pa
     assert "pages built by JavaScript are not rendered" in err
     assert "pages that look built by JavaScript {'empty-mount': " in out, out
     assert not [r for r in log if r.path.endswith(".js")], "a script was fetched without a browser"
+
+
+def test_the_api_hands_off_rendered_copies(tmp_path: Path) -> None:
+    """`trawl serve`: page.rendered over /v1/events, and the body endpoint's rendered copy."""
+    config = tmp_path / "render.toml"
+    config.write_text("[render]\nforce_on = ['script-app.test']\n")
+    with (
+        _web(tmp_path) as web,
+        run_serve(web, tmp_path, extra=("--config", str(config)), min_stored=5) as served,
+    ):
+        base = served.base
+        deadline = time.monotonic() + 90
+        while True:  # the event is readable once the crawl's next commit made it durable
+            events = get_json(base, "/v1/events?from=0&limit=1000")["events"]
+            rendered = [e for e in events if e["type"] == "page.rendered"]
+            if rendered:
+                break
+            assert time.monotonic() < deadline, get_json(base, "/v1/stats")["renders"]
+            time.sleep(0.5)
+        event = rendered[0]
+        assert event["renderState"] in ("done", "timeout")
+        assert event["renderedAt"] > 0
+        record = get_json(base, f"/v1/pages/{event['urlHash']}")
+        assert record["render"]["storageKey"] == event["storageKey"]
+        body = f"/v1/pages/{event['urlHash']}/body"
+        status, dom, media = http_get(base, body + "?copy=rendered")
+        assert status == 200, (status, dom[:200])
+        assert media.startswith("text/html")
+        status, plain, _ = http_get(base, body)
+        assert status == 200
+        assert b"<h1>" in dom
+        assert b"<h1>" not in plain
+        never = next(
+            e for e in events if e["type"] == "page.fetched" and "script-app" not in e["url"]
+        )
+        status, answer, _ = http_get(base, f"/v1/pages/{never['urlHash']}/body?copy=rendered")
+        assert status == 404
+        assert b"no rendered copy stored" in answer, answer
+        status, _, _ = http_get(base, body + "?copy=pretty")
+        assert status == 422

@@ -148,13 +148,20 @@ def _add_page_routes(app: FastAPI, view: CrawlView) -> None:
     async def get_page(url_hash: str) -> dict[str, Any]:
         return page_or_404(url_hash).to_json()
 
-    @app.get("/v1/pages/{url_hash}/body", summary="The stored HTML, decompressed")
-    async def get_body(url_hash: str) -> Response:
+    @app.get(
+        "/v1/pages/{url_hash}/body",
+        summary="The stored HTML, decompressed; copy=rendered: a browser's DOM of the page",
+    )
+    async def get_body(
+        url_hash: str, copy: Annotated[Literal["plain", "rendered"], Query()] = "plain"
+    ) -> Response:
         record = page_or_404(url_hash)
-        if not record.storage_key:
-            raise HTTPException(404, f"{record.url}: no body stored")
+        key = record.rendered_key if copy == "rendered" else record.storage_key
+        if not key:
+            what = "rendered copy" if copy == "rendered" else "body"
+            raise HTTPException(404, f"{record.url}: no {what} stored")
         try:
-            stored = view.read_body(record.storage_key)
+            stored = view.read_body(key)
         except DataError as exc:
             raise HTTPException(500, f"stored body unreadable: {exc}") from None
         media_type = stored.header("Content-Type") or "text/html"

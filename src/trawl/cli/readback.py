@@ -172,12 +172,19 @@ def find_page(records: StoredRecords, url_or_hash: str) -> PageRecord:
 def cmd_page(args: argparse.Namespace) -> int:
     with open_stores(args) as stores:
         record = find_page(stores.records, args.page)
+        if args.rendered and not args.body:
+            raise UsageError("--rendered goes with --body")
         if not args.body:
             _print_json(record.to_json())
             return 0
-        if not record.storage_key:
-            raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
-        stored = stores.read_body(record.storage_key)
+        if args.rendered:
+            if not record.rendered_key:
+                raise UsageError(f"{record.url}: no rendered copy stored (never rendered)")
+            stored = stores.read_body(record.rendered_key)
+        else:
+            if not record.storage_key:
+                raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
+            stored = stores.read_body(record.storage_key)
     sys.stdout.buffer.write(stored.payload)
     return 0
 
@@ -263,6 +270,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("page", metavar="URL_OR_HASH")
     add_read_source(p)
     p.add_argument("--body", action="store_true", help="print the stored HTML instead")
+    p.add_argument(
+        "--rendered",
+        action="store_true",
+        help="with --body: print the page's last rendered copy (the browser's DOM)",
+    )
     p.set_defaults(func=cmd_page)
     p = sub.add_parser("host", help="print a site's host record")
     p.add_argument("host", metavar="HOST", help="a hostname or a registered domain")

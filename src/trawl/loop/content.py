@@ -11,19 +11,22 @@ The main copy is the first one stored, unless a later copy is named canonical by
 sits closer to the seeds (store.main_copy): that one is more likely the original source.
 
 page.fetched goes out for new content only: a new URL, or a page whose content changed.
-An unchanged refetch has nothing new for a consumer.
+An unchanged refetch has nothing new for a consumer. A browser's DOM of a page built by
+JavaScript (issue 18) goes through the same exact and near checks, as a conversion record,
+and goes out as page.rendered.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from trawl.model import PageFetchedEvent, PageRecord
+from trawl.model import PAGE_RENDERED, PageFetchedEvent, PageRecord
 from trawl.parse.fingerprint import format_simhash
 from trawl.store.capture import encode_answer, request_record_of
 from trawl.store.fingerprints_sqlite import Original
 from trawl.store.main_copy import PageCopy, takes_over
 from trawl.store.warc_record import (
+    encode_conversion_record,
     encode_revisit_record,
     new_record_id,
     rewrite_head_for_decoded,
@@ -33,7 +36,8 @@ from trawl.store.warc_record import (
 if TYPE_CHECKING:
     from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, FetchResult
-    from trawl.parse.page_work import PageOutput
+    from trawl.parse.page_work import PageOutput, RenderedOutput
+    from trawl.render.queue_sqlite import RenderItem
 
 
 class StoredContent:
@@ -108,8 +112,60 @@ class StoredContent:
                 encoded.payload_digest,
             ),
         )
-        self._match_near_copy(item, record, out)
+        near = self._match_near_copy(
+            item.url_hash, item.site, PageCopy(item.url, item.depth, out.canonical),
+            out.simhash, out.text_tokens,
+        )  # fmt: skip
+        if near:
+            record.near_duplicate_of = near
         return page_event(record)
+
+    def store_rendered(
+        self, item: RenderItem, record: PageRecord, html: bytes, out: RenderedOutput,
+        render_state: str, refers_to_id: str,
+    ) -> RenderedCopy:  # fmt: skip
+        """A browser's DOM of a page (issue 18), through the checks a fetched body goes
+        through. A DOM stored before — this page's last render unchanged, or another page's
+        — is not stored again but named (`duplicateOf` for another page's); a new one is a
+        conversion record referring to the capture rendered, and its main text is matched
+        against the near-copy index like any page's. A DOM whose own meta robots say noindex
+        is not stored. page.rendered goes out for a DOM new at this URL."""
+        ctx = self.ctx
+        if out.noindex:
+            return RenderedCopy("", "", None)
+        now = ctx.clock.now()
+        original = ctx.fingerprints.original_of(out.content_hash)
+        if original is not None and original.url_hash == item.url_hash:
+            return RenderedCopy(original.storage_key, "", None)  # as last rendered
+        duplicate_of = ""
+        if original is not None:
+            key, duplicate_of = original.storage_key, original.url
+            ctx.sites.state(item.site).note_content(is_copy=True)
+        else:
+            conversion = encode_conversion_record(
+                url=item.url, rendered_at=now, html=html,
+                refers_to_id=refers_to_id, level=self._level,
+            )  # fmt: skip
+            key = ctx.warc.append(conversion)
+            ctx.fingerprints.add_original(
+                out.content_hash,
+                Original(item.url_hash, item.url, key, conversion.record_id, now,
+                         conversion.payload_digest),
+            )  # fmt: skip
+            canonical = record.extra.get("canonical", "")
+            near = self._match_near_copy(
+                item.url_hash, item.site, PageCopy(item.url, item.depth, canonical),
+                out.simhash, out.text_tokens,
+            )  # fmt: skip
+            if near is not None:
+                record.near_duplicate_of = near  # the page's text is its rendered text
+        event = PageFetchedEvent(
+            url=item.url, url_hash=item.url_hash, storage_key=key,
+            content_hash=out.content_hash, http_status=record.http_status,
+            fetched_at=record.last_fetched_at, kind=PAGE_RENDERED, rendered_at=now,
+            render_state=render_state,
+        )  # fmt: skip
+        return RenderedCopy(key, duplicate_of, event)
 
     def _write_revisit(
         self,
@@ -140,37 +196,47 @@ class StoredContent:
         record.storage_key = original.storage_key
         record.warc_record_id = revisit.record_id
 
-    def _match_near_copy(self, item: CrawlUrl, record: PageRecord, out: PageOutput) -> None:
-        """Name the main copy this page nearly duplicates, or index it as a main copy."""
+    def _match_near_copy(
+        self, url_hash: str, site: str, page: PageCopy, simhash: int, text_tokens: int
+    ) -> str | None:
+        """Index the page as a main copy and return "", or return the URL of the main copy
+        it nearly duplicates; None when its text is too short to tell."""
         ctx = self.ctx
         d = ctx.policy.store
-        if not out.simhash or out.text_tokens < d.near_min_tokens:
-            return
+        if not simhash or text_tokens < d.near_min_tokens:
+            return None
         match = ctx.fingerprints.near_copy_of(
-            out.simhash, max_distance=d.near_max_distance, exclude_url_hash=item.url_hash
+            simhash, max_distance=d.near_max_distance, exclude_url_hash=url_hash
         )
-        state = ctx.sites.state(item.site)
+        state = ctx.sites.state(site)
         if match is None:
-            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
+            ctx.fingerprints.put_simhash(url_hash, page.url, site, simhash)
             state.note_content(is_copy=False)
-            return
+            return ""
         main = ctx.records.get_page(match.url_hash)
         if main is not None and takes_over(
-            PageCopy(item.url, item.depth, out.canonical),
-            PageCopy(main.url, main.depth, main.extra.get("canonical", "")),
+            page, PageCopy(main.url, main.depth, main.extra.get("canonical", ""))
         ):
             ctx.fingerprints.drop_simhash(match.url_hash)
-            ctx.fingerprints.put_simhash(item.url_hash, item.url, item.site, out.simhash)
-            for url_hash in ctx.fingerprints.move_near_copies(match.url_hash, item.url_hash):
-                ctx.records.set_near_duplicate_of(url_hash, item.url)
+            ctx.fingerprints.put_simhash(url_hash, page.url, site, simhash)
+            for moved in ctx.fingerprints.move_near_copies(match.url_hash, url_hash):
+                ctx.records.set_near_duplicate_of(moved, page.url)
             ctx.stats.near_duplicates += 1
             state.note_content(is_copy=False)
-            return
-        record.near_duplicate_of = match.url
-        ctx.fingerprints.note_near_copy(item.url_hash, match.url_hash)
-        ctx.fingerprints.drop_simhash(item.url_hash)
+            return ""
+        ctx.fingerprints.note_near_copy(url_hash, match.url_hash)
+        ctx.fingerprints.drop_simhash(url_hash)
         ctx.stats.near_duplicates += 1
         state.note_content(is_copy=True)
+        return match.url
+
+
+class RenderedCopy(NamedTuple):
+    """Where a render's DOM is, and what it is a copy of."""
+
+    storage_key: str  # "" when the DOM was not stored (noindex)
+    duplicate_of: str  # URL of the page whose identical DOM (or body) was stored first
+    event: PageFetchedEvent | None  # page.rendered, for a DOM new at this URL
 
 
 def page_event(record: PageRecord) -> PageFetchedEvent:

@@ -43,7 +43,7 @@ class Crawler:
                 content,
                 max_body_bytes=ctx.render.settings.max_subresource_bytes,
             )
-            self.renders = Renders(ctx, ctx.render, fetches)
+            self.renders = Renders(ctx, ctx.render, fetches, content)
         self.outcomes = PageOutcomes(ctx, sitemaps, content, self.renders)
         self._turns = asyncio.Semaphore(ctx.policy.concurrency)
         self._wakeup = asyncio.Event()

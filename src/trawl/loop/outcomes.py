@@ -219,6 +219,9 @@ class PageOutcomes:
             last_status=result.status,
             importance=item_importance(item, previous),
             kind=item.kind,
+            # The page's last render stays named until a new one replaces it: its copy is
+            # still what the API's rendered body and a consumer read (issue 18).
+            render=dict(previous.render) if previous is not None else {},
         )
         if result.truncated:
             record.extra["truncated"] = "length"

@@ -10,10 +10,11 @@ How this works.
   each: the browser is served the stored bytes (never a second fetch), and every other
   request it makes goes through `RenderFetches` (robots.txt, the site clock, the per-IP
   gate, the SSRF guard, the body cap) by the render's deadline.
-- A finished render is stored as a WARC conversion record referring to the plain
-  response, read against the plain page in a worker (links and text gained), its links
-  go through intake like any page's, its gains teach the policy, and the page record's
-  `render` fields say what happened. Then its queue row goes.
+- A finished render is read against the plain page in a worker (links and text gained),
+  goes through the duplicate checks and is stored as a WARC conversion record referring
+  to the plain capture (loop.content), its links go through intake like any page's, its
+  gains teach the policy, the page record's `render` fields say what happened and a
+  page.rendered event goes out with it. Then its queue row goes.
 - A one-shot crawl is not finished while renders wait (their links may be new URLs); a
   stop cancels the renders in flight, whose rows stay queued for the next run.
 """
@@ -32,12 +33,12 @@ from trawl.render.ports import RenderJob, RenderState, SubresourceAnswer
 from trawl.render.queue_sqlite import RenderItem
 from trawl.store.layout import WARC_DIR
 from trawl.store.warc import read_record
-from trawl.store.warc_record import encode_conversion_record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from trawl.config import RenderSettings
+    from trawl.loop.content import StoredContent
     from trawl.loop.context import CrawlContext
     from trawl.loop.render_fetches import RenderFetches
     from trawl.model import PageRecord
@@ -68,10 +69,13 @@ class Rendering:
 
 
 class Renders:
-    def __init__(self, ctx: CrawlContext, parts: Rendering, fetches: RenderFetches) -> None:
+    def __init__(
+        self, ctx: CrawlContext, parts: Rendering, fetches: RenderFetches, content: StoredContent
+    ) -> None:
         self._ctx = ctx
         self._parts = parts
         self._fetches = fetches
+        self._content = content
         self._active: set[asyncio.Task[None]] = set()
         self._wakeup = asyncio.Event()
         self._renderer: Renderer | None = None
@@ -155,10 +159,10 @@ class Renders:
             "requestsBlocked": result.requests_blocked,
         }
         if result.state is not RenderState.FAILED and result.html:
-            fields.update(await self._store(item, stored, result))
+            await self._store(item, stored, result, fields)
         else:
             fields["message"] = result.message
-        self._note_record(item, fields)
+            self._note_record(item, fields)
         self._finish(item, result.state.value)
 
     async def _browse(self, item: RenderItem, stored: StoredBody) -> RenderResult:
@@ -183,20 +187,22 @@ class Renders:
         return await self._renderer.render(job, fetch)
 
     async def _store(
-        self, item: RenderItem, stored: StoredBody, result: RenderResult
-    ) -> dict[str, object]:
-        """The conversion record, the rendered page's links and what it gained."""
+        self, item: RenderItem, stored: StoredBody, result: RenderResult,
+        fields: dict[str, object],
+    ) -> None:  # fmt: skip
+        """The DOM through the duplicate checks and into the WARC, its links into intake,
+        what it gained into the policy and the page record."""
         ctx = self._ctx
         html = result.html.encode("utf-8", errors="replace")
-        conversion = encode_conversion_record(
-            url=item.url,
-            rendered_at=ctx.clock.now(),
-            html=html,
-            refers_to_id=item.record_id or stored.record_id,
-        )
-        key = ctx.warc.append(conversion)
         out: RenderedOutput = await ctx.cpu_pool.run(
             process_rendered, item.url, html, stored.payload, ctx.agent_token
+        )
+        # From here to the record's write nothing awaits: the record read is the latest.
+        record = ctx.records.get_page(item.url_hash)
+        if record is None:
+            return
+        copy = self._content.store_rendered(
+            item, record, html, out, result.state.value, item.record_id or stored.record_id
         )
         text_gained = max(0, out.text_chars - out.plain_text_chars)
         self._parts.book.note_render(
@@ -209,7 +215,12 @@ class Renders:
             )  # fmt: skip
             ctx.stats.links_found += len(out.links)
             ctx.intake.add_page_links(source, out.links)
-        return {"linksGained": out.links_gained, "textGained": text_gained, "storageKey": key}
+        fields.update(linksGained=out.links_gained, textGained=text_gained)
+        fields.update(storageKey=copy.storage_key, duplicateOf=copy.duplicate_of)
+        if out.noindex:
+            fields["noindex"] = True
+        record.render = fields
+        ctx.records.put_page(record, copy.event)
 
     def _note_record(self, item: RenderItem, fields: dict[str, object]) -> None:
         records = self._ctx.records

@@ -222,6 +222,8 @@ class RenderedOutput(NamedTuple):
     links: tuple[FoundLink, ...]  # every link of the rendered DOM, normalised
     bad_links: int
     links_gained: int  # of `links`, those the plain page did not have
+    content_hash: str  # of the DOM's bytes, as PageOutput.content_hash
+    noindex: bool  # the DOM's own meta robots (a script may add it): not to be stored
     simhash: int  # of the rendered main text, as PageOutput.simhash
     text_tokens: int
     text_chars: int  # visible text of the rendered DOM (parse.render_need's count)
@@ -234,7 +236,8 @@ _MAX_COUNTED_CHARS = 1 << 20
 def process_rendered(url: str, rendered: bytes, plain: bytes, agent_token: str) -> RenderedOutput:
     """Links, main text and text gained of a rendered DOM (UTF-8), given the plain page's
     bytes: what rendering added is what the render policy learns from. The DOM's own meta
-    robots count (a script may add noindex or nofollow): nofollow leaves its links out."""
+    robots count (a script may add noindex or nofollow): nofollow leaves its links out,
+    noindex its copy unstored."""
     tree = parse_html(rendered)
     parsed = links_of_tree(tree, url, agent_token=agent_token)
     links, bad = ((), 0) if parsed.nofollow else normalise_links(parsed.hrefs, parsed.base_url)
@@ -247,6 +250,8 @@ def process_rendered(url: str, rendered: bytes, plain: bytes, agent_token: str) 
         links,
         bad,
         sum(link.url_hash not in known for link in links),
+        content_hash(rendered),
+        parsed.noindex,
         simhash,
         tokens,
         _text_chars(tree),

@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, NamedTuple
 
 from trawl.errors import DataError
-from trawl.model import PageFetchedEvent, PageRecord, UrlKind
+from trawl.model import PAGE_FETCHED, PageFetchedEvent, PageRecord, UrlKind
 from trawl.store.sqlite_db import in_chunks
 
 if TYPE_CHECKING:
@@ -82,6 +82,9 @@ def event_from_json(data: dict[str, object]) -> PageFetchedEvent:
         http_status=int(data["httpStatus"]),  # type: ignore[call-overload]  # JSON int
         fetched_at=float(data["fetchedAt"]),  # type: ignore[arg-type]  # JSON number
         offset=int(data.get("offset", -1)),  # type: ignore[call-overload]  # JSON int
+        kind=str(data.get("type", PAGE_FETCHED)),
+        rendered_at=float(data.get("renderedAt", 0.0)),  # type: ignore[arg-type]  # JSON number
+        render_state=str(data.get("renderState", "")),
     )
 
 

@@ -48,6 +48,7 @@ from trawl.store.warc_record import (
     member_length_from_head,
     parse_record,
     parse_response,
+    parse_stored,
 )
 
 if TYPE_CHECKING:
@@ -298,10 +299,11 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def read_record(directory: Path, key: str) -> StoredBody:
-    """Read the response record at storage `key` under `directory`.
+    """Read the response record (or a render's conversion record) at storage `key` under
+    `directory`.
 
     Raises DataError when the key is malformed, the file or slice is missing, or the slice is
-    not one intact gzip member holding a WARC response record.
+    not one intact gzip member holding a WARC response or conversion record.
     """
     sk = parse_storage_key(key)
     path = directory / sk.file
@@ -314,7 +316,7 @@ def read_record(directory: Path, key: str) -> StoredBody:
     if len(data) != sk.length:
         raise DataError(f"storage key {key!r}: {path} ends {sk.length - len(data)} bytes short")
     try:
-        return parse_response(gunzip_member(data))
+        return parse_stored(gunzip_member(data))
     except DataError as exc:
         raise DataError(f"storage key {key!r}: {exc}") from None
 

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from trawl.errors import DataError, UsageError
 from trawl.store.blobs import check_key
 from trawl.store.warc import DEFAULT_SOFTWARE, SUFFIX, StorageKey
-from trawl.store.warc_record import encode_warcinfo_record, gunzip_member, parse_response
+from trawl.store.warc_record import encode_warcinfo_record, gunzip_member, parse_stored
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -267,6 +267,6 @@ def read_record_from_blobs(blobs: BlobStore, key: str) -> StoredBody:
     if len(data) != sk.length:
         raise DataError(f"storage key {key!r}: the object ends {sk.length - len(data)} bytes short")
     try:
-        return parse_response(gunzip_member(data))
+        return parse_stored(gunzip_member(data))
     except DataError as exc:
         raise DataError(f"storage key {key!r}: {exc}") from None

@@ -424,6 +424,31 @@ def parse_response(raw: bytes) -> StoredBody:
     kind = warc_headers.get("WARC-Type")
     if kind != "response":
         raise DataError(f"expected a response record, found {kind!r}")
+    return _response_of(warc_headers, block)
+
+
+def parse_stored(raw: bytes) -> StoredBody:
+    """Parse what a storage key can name: a response record, or a conversion record (issue
+    18: a browser's DOM of a page). A conversion has no HTTP exchange: its `http_status` is
+    0 and its one header is its Content-Type. DataError for any other kind."""
+    warc_headers, block = parse_record(raw)
+    kind = warc_headers.get("WARC-Type")
+    if kind == "response":
+        return _response_of(warc_headers, block)
+    if kind != "conversion":
+        raise DataError(f"expected a response or conversion record, found {kind!r}")
+    return StoredBody(
+        warc_headers=warc_headers,
+        target_uri=warc_headers.get("WARC-Target-URI", ""),
+        http_status=0,
+        http_headers=(("Content-Type", warc_headers.get("Content-Type", "text/html")),),
+        payload=block,
+        truncated="WARC-Truncated" in warc_headers,
+        record_id=warc_headers.get("WARC-Record-ID", ""),
+    )
+
+
+def _response_of(warc_headers: dict[str, str], block: bytes) -> StoredBody:
     head_end = block.find(_END)
     if head_end < 0:
         raise DataError("response block has no complete HTTP head")
