@@ -1,4 +1,5 @@
-"""SiteBook.write_changed: host records are written in shares, longest-waiting first."""
+"""SiteBook's host record writes: in shares, longest-waiting first (write_changed); and
+the per-site state other steps keep in them (keep_part; issue 18's render policy)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 from trawl.frontier.traps import TrapPolicy
 from trawl.politeness.site_book import SiteBook
 from trawl.politeness.site_clock import ClockPolicy
+from trawl.render.policy import RenderBook, RenderRules
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -30,8 +32,8 @@ class HostLog:
         return iter(self.records.items())
 
 
-def book() -> tuple[SiteBook, HostLog]:
-    log = HostLog()
+def book(log: HostLog | None = None) -> tuple[SiteBook, HostLog]:
+    log = log or HostLog()
     sites = SiteBook(
         log,
         clock_policy=ClockPolicy(min_delay_s=1.0),
@@ -67,3 +69,43 @@ def test_no_limit_writes_every_changed_site() -> None:
     sites.write_changed(10)
     assert sorted(log.written) == ["a.test", "b.test", "c.test"]
     assert sites.changed == 0
+
+
+def _unproductive(renders: RenderBook, site: str) -> None:
+    for _ in range(renders.rules.learn_after):
+        renders.note_plain_page(site)
+        renders.note_render(site, text_gained_chars=0, links_gained=0)
+
+
+def test_a_parts_state_is_written_with_the_site_and_read_back_at_its_load() -> None:
+    sites, log = book()
+    renders = RenderBook(RenderRules())
+    sites.keep_part(renders)
+    sites.state("app.test")
+    _unproductive(renders, "app.test")
+    sites.state("plain.test")  # the book holds nothing of it: no field
+    sites.mark_changed("app.test")
+    sites.mark_changed("plain.test")
+    sites.write_changed()
+    assert log.records["app.test"]["render"] == renders.site_state("app.test")
+    assert "render" not in log.records["plain.test"]
+    # A restart: a new book and a new render policy over the same host records.
+    again, fresh = book(log)[0], RenderBook(RenderRules())
+    again.keep_part(fresh)
+    assert not fresh.is_unproductive("app.test")
+    again.state("app.test")
+    assert fresh.is_unproductive("app.test")
+    assert fresh.site_state("app.test") == renders.site_state("app.test")
+
+
+def test_a_damaged_part_starts_afresh_and_the_sites_politeness_is_kept() -> None:
+    sites, log = book()
+    sites.state("app.test").clock.hold_until(5_000.0)
+    sites.write("app.test")
+    log.records["app.test"]["render"] = {"renders": "many"}
+    again = book(log)[0]
+    renders = RenderBook(RenderRules())
+    again.keep_part(renders)
+    state = again.state("app.test")
+    assert state.clock.next_allowed_at == 5_000.0
+    assert renders.site_state("app.test") == RenderBook(RenderRules()).site_state("x.test")

@@ -208,6 +208,7 @@ class Renders:
         self._parts.book.note_render(
             item.site, text_gained_chars=text_gained, links_gained=out.links_gained
         )
+        ctx.sites.mark_changed(item.site)  # the book's state of it is in its host record
         if out.links and not ctx.run.stopping:
             source = CrawlUrl(
                 item.url, item.url_hash, item.site, item.depth, Line.FAST, item.fetched_at,

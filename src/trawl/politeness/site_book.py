@@ -13,7 +13,8 @@ Written from the event loop thread only; a SiteState only by the task holding it
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Protocol
 
 from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState
@@ -26,6 +27,24 @@ if TYPE_CHECKING:
     from trawl.politeness.site_clock import ClockPolicy
     from trawl.politeness.site_limits import SiteLimits
     from trawl.store.ports import HostRecords
+
+log = logging.getLogger(__name__)
+
+
+class HostRecordPart(Protocol):
+    """Per-site state another part of the crawl keeps in the host record under a field of its
+    own (issue 18: the render policy's learning), so that it survives a restart as the
+    site's politeness state does."""
+
+    field: str
+
+    def part_of(self, site: str) -> object | None:
+        """The site's state as JSON, None when there is none to keep."""
+        ...
+
+    def restore_part(self, site: str, data: object) -> None:
+        """Put back what `part_of` gave; ValueError when `data` is damaged."""
+        ...
 
 
 class SiteBook:
@@ -45,6 +64,12 @@ class SiteBook:
         self._owner = owner
         self._sites: dict[str, SiteState] = {}
         self._changed: dict[str, None] = {}  # in the order of their first change since written
+        self._parts: list[HostRecordPart] = []
+
+    def keep_part(self, part: HostRecordPart) -> None:
+        """Keep `part`'s state of each site in its host record from now on (before any site
+        is loaded: a site loaded earlier has had its part's state ignored)."""
+        self._parts.append(part)
 
     def __contains__(self, site: str) -> bool:
         return site in self._sites
@@ -71,12 +96,25 @@ class SiteBook:
                 )
             else:
                 state = SiteState.from_host_record(record, self.trap_policy)
+                self._restore_parts(site, record)
             restarted_at = self._restarted_at(site)
             if restarted_at is not None:
                 # Even the site's first request, before any host record, may have been made.
                 state.clock.hold_until(restarted_at + state.clock.gap_s(self.clock_policy))
             self._sites[site] = state
         return state
+
+    def _restore_parts(self, site: str, record: dict[str, object]) -> None:
+        for part in self._parts:
+            data = record.get(part.field)
+            if data is None:
+                continue
+            try:
+                part.restore_part(site, data)
+            except ValueError as exc:
+                # Soft state, learnt again: the rest of the record (the site's politeness)
+                # is what must not be lost.
+                log.warning("%s; its %s state starts afresh", exc, part.field)
 
     def loaded(self, site: str) -> SiteState | None:
         """The site's state if this process has loaded it (no host record read)."""
@@ -112,8 +150,14 @@ class SiteBook:
     def write(self, site: str) -> None:
         """The site's host record, now (the caller commits)."""
         state = self._sites.get(site)
-        if state is not None:
-            self._hosts.put_host(site, state.to_host_record(self._owner))
+        if state is None:
+            return
+        record = state.to_host_record(self._owner)
+        for part in self._parts:
+            data = part.part_of(site)
+            if data is not None:
+                record[part.field] = data
+        self._hosts.put_host(site, record)
 
     def write_changed(self, limit: int | None = None) -> None:
         """Write changed sites' host records, the longest-waiting first; at most `limit`."""

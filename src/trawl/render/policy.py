@@ -348,6 +348,16 @@ class RenderBook:
         state = self._sites.get(site, _SiteState())
         return {key: getattr(state, key) for key in _STATE_KEYS}
 
+    # -- kept in the site's host record (politeness.site_book.HostRecordPart) -----------------
+    field = "render"
+
+    def part_of(self, site: str) -> dict[str, int] | None:
+        """`site_state`, or None for a site the book holds nothing of."""
+        return self.site_state(site) if site in self._sites else None
+
+    def restore_part(self, site: str, data: object) -> None:
+        self.restore_site(site, data)
+
     def restore_site(self, site: str, data: object) -> None:
         """Put back a `site_state` (replacing what the book holds for the site).
 

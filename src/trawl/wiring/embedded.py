@@ -285,6 +285,8 @@ def build_context(
         # would not move with a partition.
         render=rendering(settings, conn) if operator_log is not None else None,
     )
+    if ctx.render is not None:
+        sites.keep_part(ctx.render.book)  # what renders of a site gained, across restarts
     if operator_log is not None and replay_operator_changes(ctx, conn, operator_log):
         log.info("operator changes the last run had not committed were replayed")
     return ctx
