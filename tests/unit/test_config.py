@@ -156,7 +156,7 @@ def test_render_defaults() -> None:
     r = load_settings(None).render
     assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == ("auto", "", 2, 15.0)
     assert (r.max_subrequests, r.max_subresource_bytes) == (60, 8 * 1024 * 1024)
-    assert (r.recycle_after_pages, r.max_browser_rss_mb) == (100, 1024)
+    assert (r.recycle_after_pages, r.max_browser_rss_mb, r.max_queued) == (100, 1024, 10_000)
     assert RenderRules.from_settings(r) == RenderRules()
     assert RenderRules() == RenderRules(
         site_share=0.2,
@@ -179,6 +179,7 @@ chromium = "/usr/lib/chromium/chromium"
 concurrency = 1
 page_timeout_s = 30
 max_subrequests = 0
+max_queued = 50
 site_share = 0.5
 overall_min = 0
 learn_after = 2
@@ -197,7 +198,7 @@ def test_render_section_is_read(tmp_path: Path) -> None:
         1,
         30.0,
     )
-    assert r.max_subrequests == 0
+    assert (r.max_subrequests, r.max_queued) == (0, 50)
     assert r.recycle_after_pages == 100
     rules = RenderRules.from_settings(r)
     assert (rules.site_share, rules.overall_min, rules.learn_after) == (0.5, 0, 2)
@@ -225,6 +226,7 @@ def test_render_flag_overrides_the_file() -> None:
         ("max_subresource_bytes = -1", r"^render\.max_subresource_bytes = -1: must be >= 0$"),
         ("recycle_after_pages = 0", r"^render\.recycle_after_pages = 0: must be > 0$"),
         ("max_browser_rss_mb = 0", r"^render\.max_browser_rss_mb = 0: must be > 0$"),
+        ("max_queued = 0", r"^render\.max_queued = 0: must be > 0$"),
         ("site_share = 1.5", r"^render\.site_share = 1\.5: must be a number from 0 to 1$"),
         ("overall_share = -0.01", r"^render\.overall_share = -0\.01: must be a number from 0"),
         ("site_min_pages = -1", r"^render\.site_min_pages = -1: must be an integer >= 0$"),

@@ -54,6 +54,7 @@ LEASE_MARGIN_S = 60.0  # a render's lease outlives its timeout by this much
 RETRY_AFTER_S = 30.0  # a render the browser failed is tried again this much later
 MAX_ATTEMPTS = 2
 IDLE_POLL_S = 0.5  # how often an idle runner looks at the queue
+QUEUE_FULL = "queue_full"  # a candidate not queued: `[render] max_queued` are waiting
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -89,8 +90,13 @@ class Renders:
         book = self._parts.book
         book.note_plain_page(item.site)
         reason = out.render_reason.value if out.render_reason is not None else ""
-        decision = book.decide(item.url, item.site, reason)
         stats = self._ctx.stats
+        if self._ctx.run.renders_waiting >= self._parts.settings.max_queued:
+            # Not asked of the book: a page it let through would count as rendered.
+            if reason:
+                stats.count(stats.render_decisions, QUEUE_FULL)
+            return
+        decision = book.decide(item.url, item.site, reason)
         if reason or decision.render:
             stats.count(stats.render_decisions, decision.why.value)
         if not decision.render or not record.storage_key:
