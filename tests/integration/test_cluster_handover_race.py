@@ -71,6 +71,9 @@ class Publisher:
     def fetched_since(self, partition: int, since: float) -> list[str]:
         return sorted(self.published)
 
+    def waiting_renders(self, partition: int, since: float) -> list[object]:
+        return []  # no page here is built by JavaScript
+
     async def publish(self) -> None:
         await self.publish_with(lambda: None)
 

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from trawl.render.queue_sqlite import RenderItem, SqliteRenderQueue
+from trawl.render.ports import RenderItem
+from trawl.render.queue_sqlite import SqliteRenderQueue
 from trawl.store.sqlite_db import open_database
 
 if TYPE_CHECKING:
@@ -98,3 +99,31 @@ def test_committed_rows_survive_a_killed_process_and_their_leases_end(tmp_path: 
 def test_an_item_without_its_response_is_refused() -> None:
     with pytest.raises(ValueError, match="storage key"):
         RenderItem("http://a.test/", "h", "a.test", "empty-mount", "", "", 1.0)
+
+
+def test_a_partitions_rows_move_to_another_queue_with_their_place_and_attempts(
+    tmp_path: Path,
+) -> None:
+    """A cluster node's hand-over: the rows of some sites leave one queue (its checkpoint
+    carries them) and join another's, keeping their order and attempts."""
+    old = SqliteRenderQueue(open_database(tmp_path / "old.db"))
+    for at, item in enumerate([_item("a.test", 1), _item("b.test", 1), _item("a.test", 2)]):
+        old.offer(item, now=float(at))
+    old.lease(now=5.0, lease_s=60.0, limit=5)  # a.test-1 and b.test-1 in flight
+    assert old.sites() == {"a.test", "b.test"}
+    moving = old.rows_of(["a.test"])
+    assert [(i.url_hash, i.attempts, i.queued_at) for i in moving] == [
+        ("a.test-1", 1, 0.0),
+        ("a.test-2", 0, 2.0),
+    ]
+    old.drop_sites(["a.test"])
+    assert old.sites() == {"b.test"}
+    new = SqliteRenderQueue(open_database(tmp_path / "new.db"))
+    new.offer(_item("a.test", 2, key="here.warc.gz:0:9"), now=9.0)  # queued here already
+    new.restore(moving)
+    leased = new.lease(now=10.0, lease_s=60.0, limit=5)
+    assert [(i.url_hash, i.attempts) for i in leased] == [("a.test-1", 2)]  # not in flight here
+    new.done("a.test-1")
+    (second,) = new.lease(now=11.0, lease_s=60.0, limit=5)
+    assert (second.url_hash, second.storage_key) == ("a.test-2", "here.warc.gz:0:9")
+    assert new.rows_of([f"s{n}.test" for n in range(1200)]) == []  # many sites: chunked

@@ -17,7 +17,7 @@ from trawl.config import Settings, with_overrides
 from trawl.loop.content import StoredContent
 from trawl.model import PAGE_RENDERED, PageRecord
 from trawl.parse.page_work import process_rendered
-from trawl.render.queue_sqlite import RenderItem
+from trawl.render.ports import RenderItem
 from trawl.store.layout import WARC_DIR
 from trawl.store.warc import read_record
 from trawl.urls.normalise import url_hash

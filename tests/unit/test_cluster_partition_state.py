@@ -1,5 +1,6 @@
-"""What moves with a partition between cluster nodes: its checkpoint, its seen slice, and the
-routed links that feed it. Pure code: bytes and values in and out."""
+"""What moves with a partition between cluster nodes: its checkpoint (its queued URLs and
+pages waiting for a browser), its seen slice, and the routed links that feed it. Pure code:
+bytes and values in and out."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from trawl.cluster.partitions import partition_of
 from trawl.cluster.redis_links import FIELD, RoutedLink, decode_batch, encode_batch
 from trawl.errors import DataError, UsageError
 from trawl.model import CrawlUrl, Line, UrlKind
+from trawl.render.ports import RenderItem
 from trawl.seen.partitioned import PartitionedSeen
 
 hashes = st.text("0123456789abcdef", min_size=32, max_size=32)
@@ -28,15 +30,49 @@ rows = st.builds(
 )  # fmt: skip
 
 
+nonempty = st.text(min_size=1, max_size=40)
+renders = st.builds(
+    RenderItem,
+    url=nonempty, url_hash=hashes, site=nonempty, reason=text, storage_key=nonempty,
+    record_id=text, fetched_at=st.floats(0, 2e9), queued_at=st.floats(0, 2e9),
+    attempts=st.integers(0, 9), depth=st.integers(0, 50), standing=st.integers(0, 2**40),
+    score=st.floats(-1e6, 1e6),
+)  # fmt: skip
+
+
 @given(
     st.integers(0, 99_999), st.integers(0, 2**62), st.floats(0, 4e9), st.lists(rows, max_size=8),
-    st.binary(max_size=64),
+    st.binary(max_size=64), st.lists(renders, max_size=4),
 )  # fmt: skip
 def test_a_checkpoint_reads_back_as_written(
-    partition: int, fence: int, at: float, queue: list[QueuedRow], slice_: bytes
+    partition: int,
+    fence: int,
+    at: float,
+    queue: list[QueuedRow],
+    slice_: bytes,
+    waiting: list[RenderItem],
 ) -> None:
-    cp = PartitionCheckpoint(partition, fence, at, "1700000000000-3", tuple(queue), slice_)
+    cp = PartitionCheckpoint(
+        partition, fence, at, "1700000000000-3", tuple(queue), slice_, tuple(waiting)
+    )
     assert decode(cp.encode(), "k") == cp
+
+
+def test_a_checkpoint_written_before_issue_18_has_no_render_waiting() -> None:
+    cp = PartitionCheckpoint(3, 7, 1.0, "0-0", (), b"seen")
+    header, _, rest = gzip.decompress(cp.encode()).partition(b"\n")
+    old = json.loads(header)
+    del old["renders"]
+    data = gzip.compress(json.dumps(old).encode() + b"\n" + rest)
+    assert decode(data, "k") == cp
+
+
+def test_a_damaged_render_row_is_a_data_error() -> None:
+    cp = PartitionCheckpoint(3, 7, 1.0, "0-0", (), b"")
+    header = json.loads(gzip.decompress(cp.encode()).partition(b"\n")[0])
+    header["renders"] = [["http://a.test/", "h", "", "empty-mount", "k", "r", 0, 0, 0, 0, 0, 0]]
+    with pytest.raises(DataError, match="damaged partition checkpoint"):
+        decode(gzip.compress(json.dumps(header).encode() + b"\n"), "k")
 
 
 @pytest.mark.parametrize(

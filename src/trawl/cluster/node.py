@@ -43,6 +43,7 @@ from trawl.cluster.scope_changes import ScopeOp
 from trawl.errors import DataError
 from trawl.frontier.scope import Standing
 from trawl.politeness.site_limits import SiteLimits, delay_floor_s
+from trawl.render.ports import RenderItem
 
 if TYPE_CHECKING:
     from trawl.cluster.cluster_records import CommitPublisher
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from trawl.cluster.partition_table import NodeStats, PartitionTable, StreamRead
     from trawl.cluster.redis_links import RedisLinks
     from trawl.loop.context import CrawlContext
+    from trawl.model import PageRecord
     from trawl.seen.partitioned import PartitionedSeen
     from trawl.store.blobs import BlobStore
 
@@ -121,14 +123,19 @@ class ClusterNode:
         checkpoint = await self._latest_checkpoint(partition)
         since = 0.0
         rows: tuple[QueuedRow, ...] = ()
+        renders: tuple[RenderItem, ...] = ()
         position = START
         if checkpoint is not None:
             self.seen.load_slice(partition, checkpoint.seen_slice)
             since = checkpoint.taken_at - FETCHED_SLACK_S
             rows, position = checkpoint.queue, checkpoint.stream_id
-        fetched = self.publisher.pg.fetched_since(partition, since)
+            renders = checkpoint.renders
+        pg = self.publisher.pg
+        fetched = pg.fetched_since(partition, since)
         self.seen.add(partition, fetched)
-        self._restore(rows, set(fetched))
+        if self.ctx.render is not None:
+            renders = _with_marked(renders, pg.waiting_renders(partition, since))
+        self._restore(rows, set(fetched), renders)
         # The first checkpoint is due an interval from now.
         self.table.load(partition, position, now=self.ctx.clock.now(), wall_now=time.time())
         log.info(
@@ -145,7 +152,12 @@ class ClusterNode:
         data = await asyncio.to_thread(self.blobs.get, latest.key)
         return decode(data, latest.key)
 
-    def _restore(self, rows: tuple[QueuedRow, ...], fetched: set[str]) -> None:
+    def _restore(
+        self,
+        rows: tuple[QueuedRow, ...],
+        fetched: set[str],
+        renders: tuple[RenderItem, ...],
+    ) -> None:
         ctx = self.ctx
         skipped = 0
         for row in rows:
@@ -154,6 +166,10 @@ class ClusterNode:
                 continue
             ctx.intake.add_restored(row.item(), attempts=row.attempts)
         self.table.note_restored(len(rows) - skipped, skipped)
+        if ctx.render is not None and renders:
+            # A page fetched again since still names its copy of then: rendered all the same.
+            ctx.render.queue.restore(list(renders))
+            ctx.run.renders_waiting = ctx.render.queue.stats().queued
         ctx.durability.commit()
 
     # -- handing a partition over ---------------------------------------------------------
@@ -185,7 +201,10 @@ class ClusterNode:
         """Every site with queued URLs or loaded state, by partition (read afresh: a site
         missed here would keep its rows out of its partition's checkpoint)."""
         out: dict[int, list[str]] = {}
-        for site in set(self.ctx.frontier.queued_sites()) | set(self.ctx.sites):
+        sites = set(self.ctx.frontier.queued_sites()) | set(self.ctx.sites)
+        if self.ctx.render is not None:
+            sites |= self.ctx.render.queue.sites()
+        for site in sites:
             out.setdefault(self.partition(site), []).append(site)
         return out
 
@@ -194,6 +213,11 @@ class ClusterNode:
         sites = self._sites_of(partition)
         ctx.frontier.drop_sites(sites)
         ctx.sites.forget(sites)
+        if ctx.render is not None:
+            ctx.render.queue.drop_sites(sites)
+            for site in sites:
+                ctx.render.book.forget_site(site)  # in its host record, for the next owner
+            ctx.run.renders_waiting = ctx.render.queue.stats().queued
         ctx.run.blocked.difference_update(sites)
         self.seen.drop(partition)
         self.table.forget(partition)
@@ -251,7 +275,9 @@ class ClusterNode:
         # Position, rows and slice are read at one instant (the publish's cut).
         rows = tuple(QueuedRow(*row) for row in self.ctx.frontier.rows_of(sites))
         seen = self.seen.slice_bytes(partition)
-        return PartitionCheckpoint(partition, token, time.time(), position, rows, seen)
+        render = self.ctx.render
+        renders = tuple(render.queue.rows_of(sites)) if render is not None else ()
+        return PartitionCheckpoint(partition, token, time.time(), position, rows, seen, renders)
 
     async def _write_checkpoint(self, checkpoint: PartitionCheckpoint) -> None:
         partition, position = checkpoint.partition, checkpoint.stream_id
@@ -366,3 +392,25 @@ class ClusterNode:
             return
         if ctx.intake.add_routed(link.item(ctx.clock.now()), must_crawl=link.must_crawl):
             self.table.note_new()
+
+
+def _with_marked(
+    renders: tuple[RenderItem, ...], marked: list[PageRecord]
+) -> tuple[RenderItem, ...]:
+    """The checkpoint's pages waiting for a browser, and those queued after it by the last
+    owner (their records say `render.queuedAt`: a kill -9 lost its queue, not them)."""
+    known = {item.url_hash for item in renders}
+    more = []
+    for page in marked:
+        queued_at = page.render.get("queuedAt")
+        if page.url_hash in known or not page.storage_key:
+            continue
+        if not isinstance(queued_at, int | float) or isinstance(queued_at, bool):
+            continue
+        reason = str(page.render.get("queuedReason", ""))
+        item = RenderItem(
+            page.url, page.url_hash, page.site, reason, page.storage_key,
+            page.warc_record_id, page.last_fetched_at, float(queued_at), depth=page.depth,
+        )  # fmt: skip
+        more.append(item)
+    return (*renders, *more)

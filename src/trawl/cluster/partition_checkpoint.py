@@ -2,7 +2,8 @@
 
 Contents: the partition's queued URLs (the local frontier's rows of its sites), its seen-set
 slice, the link-stream position the checkpoint covers (every entry up to it is in the queue
-or the seen slice), and when and under which fencing token it was taken. Host clocks and
+or the seen slice), its pages waiting for a browser (the render queue's rows of its sites,
+issue 18), and when and under which fencing token it was taken. Host clocks and
 robots rules are not here: they are host records in PostgreSQL, written before the checkpoint.
 
 Format: gzip of a JSON header line, then the seen slice's bytes. Pure: bytes in, values out.
@@ -19,6 +20,7 @@ from typing import Any
 
 from trawl.errors import DataError
 from trawl.model import CrawlUrl, Line, UrlKind
+from trawl.render.ports import RenderItem
 
 FORMAT = "trawl-partition-checkpoint/1"
 
@@ -55,6 +57,7 @@ class PartitionCheckpoint:
     stream_id: str  # the last link-stream entry it covers
     queue: tuple[QueuedRow, ...]
     seen_slice: bytes
+    renders: tuple[RenderItem, ...] = ()  # absent from checkpoints written before issue 18
 
     def encode(self) -> bytes:
         header = {
@@ -64,6 +67,7 @@ class PartitionCheckpoint:
             "takenAt": self.taken_at,
             "streamId": self.stream_id,
             "queue": [list(dataclasses.astuple(r)) for r in self.queue],
+            "renders": [list(dataclasses.astuple(r)) for r in self.renders],
         }
         text = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
         return gzip.compress(text.encode() + b"\n" + self.seen_slice, compresslevel=6)
@@ -78,6 +82,7 @@ def decode(data: bytes, where: str) -> PartitionCheckpoint:
         if not sep or header.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
         queue = tuple(_row(row) for row in header["queue"])
+        renders = tuple(_render_row(row) for row in header.get("renders", ()))
         return PartitionCheckpoint(
             int(header["partition"]),
             int(header["fence"]),
@@ -85,6 +90,7 @@ def decode(data: bytes, where: str) -> PartitionCheckpoint:
             str(header["streamId"]),
             queue,
             seen_slice,
+            renders,
         )
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
         raise DataError(f"{where}: damaged partition checkpoint ({exc})") from None
@@ -99,4 +105,14 @@ def _row(row: list[Any]) -> QueuedRow:
     return QueuedRow(
         str(site), int(line_no), str(url), str(url_hash), int(depth), float(found_at),
         int(attempts), int(kind), float(score), str(parts), int(redirects), int(standing),
+    )  # fmt: skip
+
+
+def _render_row(row: list[Any]) -> RenderItem:
+    url, url_hash, site, reason, key, record_id, fetched_at, queued_at, attempts, *rest = row
+    depth, standing, score = rest
+    return RenderItem(
+        str(url), str(url_hash), str(site), str(reason), str(key), str(record_id),
+        float(fetched_at), float(queued_at), int(attempts), int(depth), int(standing),
+        float(score),
     )  # fmt: skip

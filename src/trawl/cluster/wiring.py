@@ -167,6 +167,7 @@ async def _run(
     ctx = build_context(
         settings, work_dir, clock,
         conn=local, records=records, warc=warc, seen=seen, placement=placement,
+        read_body=lambda key: read_record_from_blobs(blobs, key),
     )  # fmt: skip
     scope = ClusterScope(ctx=ctx, record=RedisScope(client, keys), links=links, partitions=n)
     node = ClusterNode(

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, FetchResult
     from trawl.parse.page_work import PageOutput, RenderedOutput
-    from trawl.render.queue_sqlite import RenderItem
+    from trawl.render.ports import RenderItem
 
 
 class StoredContent:

@@ -18,6 +18,7 @@ from trawl.frontier.containment import ContainReason, PageVerdict
 from trawl.frontier.retries import retry_cause, retry_not_before
 from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
+from trawl.loop.renders import carried_render
 from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.parse.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
@@ -219,9 +220,7 @@ class PageOutcomes:
             last_status=result.status,
             importance=item_importance(item, previous),
             kind=item.kind,
-            # The page's last render stays named until a new one replaces it: its copy is
-            # still what the API's rendered body and a consumer read (issue 18).
-            render=dict(previous.render) if previous is not None else {},
+            render=carried_render(previous.render) if previous is not None else {},
         )
         if result.truncated:
             record.extra["truncated"] = "length"

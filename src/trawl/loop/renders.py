@@ -5,7 +5,8 @@ How this works.
   not (parse.render_need); the render policy decides (render.policy: shares of the
   site's and the crawl's pages, what earlier renders of the site gained, the operator's
   force_on/force_off); a page it sends is queued (render.queue_sqlite), pointing at the
-  plain response's WARC record, in the crawl's transaction.
+  plain response's WARC record, in the crawl's transaction, and its record says so
+  (`render.queuedAt`).
 - `run` leases queued pages, one a site at a time, at `[render] concurrency`, and renders
   each: the browser is served the stored bytes (never a second fetch), and every other
   request it makes goes through `RenderFetches` (robots.txt, the site clock, the per-IP
@@ -29,10 +30,7 @@ from typing import TYPE_CHECKING
 from trawl.errors import DataError
 from trawl.model import CrawlUrl, Line
 from trawl.parse.page_work import process_rendered
-from trawl.render.ports import RenderJob, RenderState, SubresourceAnswer
-from trawl.render.queue_sqlite import RenderItem
-from trawl.store.layout import WARC_DIR
-from trawl.store.warc import read_record
+from trawl.render.ports import RenderItem, RenderJob, RenderState, SubresourceAnswer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,9 +50,21 @@ log = logging.getLogger(__name__)
 
 LEASE_MARGIN_S = 60.0  # a render's lease outlives its timeout by this much
 RETRY_AFTER_S = 30.0  # a render the browser failed is tried again this much later
-MAX_ATTEMPTS = 2
+MAX_ATTEMPTS = 2  # leases of a render the browser failed
+MAX_READ_ATTEMPTS = 6  # leases of a render whose plain copy could not be read yet
+NOT_READY_AFTER_S = 5.0
 IDLE_POLL_S = 0.5  # how often an idle runner looks at the queue
 QUEUE_FULL = "queue_full"  # a candidate not queued: `[render] max_queued` are waiting
+
+
+QUEUED_KEYS = ("queuedAt", "queuedReason")  # a page record's mark of a queued render
+
+
+def carried_render(previous: dict[str, object]) -> dict[str, object]:
+    """A refetched page's `render` field: its last render, which stays named until a new one
+    replaces it (its copy is still what the API's rendered body and a consumer read), without
+    the mark of a render queued then (`consider` marks the page again if it queues it)."""
+    return {k: v for k, v in previous.items() if k not in QUEUED_KEYS}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -67,6 +77,9 @@ class Rendering:
     # by JavaScript neither imports Playwright nor starts a browser.
     make_renderer: Callable[[], Renderer]
     settings: RenderSettings
+    # A storage key's record (DataError when missing or damaged): the local WARC files, or
+    # a cluster's object store.
+    read_body: Callable[[str], StoredBody]
 
 
 class Renders:
@@ -109,7 +122,12 @@ class Renders:
             standing=item.standing, score=item.score,
         )  # fmt: skip
         queue = self._parts.queue
-        queue.offer(queued, self._ctx.clock.now())
+        now = self._ctx.clock.now()
+        queue.offer(queued, now)
+        # Marked on the record as well (which the caller writes): a cluster node's queue is
+        # checkpointed now and then, and the partition's next owner re-queues the pages
+        # marked since its checkpoint (cluster.node). The render's own fields replace it.
+        record.render = {**record.render, QUEUED_KEYS[0]: now, QUEUED_KEYS[1]: queued.reason}
         self._ctx.run.renders_waiting = queue.stats().queued
         self._wakeup.set()
 
@@ -145,9 +163,21 @@ class Renders:
 
     async def _render(self, item: RenderItem) -> None:
         ctx = self._ctx
+        if not ctx.placement.may_fetch(item.site):
+            # A cluster node whose partition of the site is moving: its requests could not
+            # be made. The row moves with the partition, or waits here until it settles.
+            self._parts.queue.retry(item.url_hash, ctx.clock.now() + RETRY_AFTER_S)
+            return
         try:
-            stored = await asyncio.to_thread(read_record, ctx.data_dir / WARC_DIR, item.storage_key)
+            if ctx.records.get_page(item.url_hash) is None:
+                raise DataError("its page record is not stored yet")
+            stored = await asyncio.to_thread(self._parts.read_body, item.storage_key)
         except DataError as exc:
+            # A cluster node's page and body reach the shared stores at its next publish,
+            # which may come after the render's lease; on one machine this is damage.
+            if item.attempts < MAX_READ_ATTEMPTS:
+                self._parts.queue.retry(item.url_hash, ctx.clock.now() + NOT_READY_AFTER_S)
+                return
             log.warning("render of %s skipped: its plain copy is unreadable: %s", item.url, exc)
             self._finish(item, "unreadable")
             return
@@ -211,10 +241,11 @@ class Renders:
             item, record, html, out, result.state.value, item.record_id or stored.record_id
         )
         text_gained = max(0, out.text_chars - out.plain_text_chars)
-        self._parts.book.note_render(
-            item.site, text_gained_chars=text_gained, links_gained=out.links_gained
-        )
-        ctx.sites.mark_changed(item.site)  # the book's state of it is in its host record
+        if ctx.placement.may_fetch(item.site):  # else its state is another node's now
+            self._parts.book.note_render(
+                item.site, text_gained_chars=text_gained, links_gained=out.links_gained
+            )
+            ctx.sites.mark_changed(item.site)  # the book's state of it is in its host record
         if out.links and not ctx.run.stopping:
             source = CrawlUrl(
                 item.url, item.url_hash, item.site, item.depth, Line.FAST, item.fetched_at,

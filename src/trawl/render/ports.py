@@ -1,11 +1,13 @@
 """What the render step asks of a browser (a port), and the values it passes (issue 18).
 
-A `Renderer` turns the plain fetch of a page built by JavaScript (`RenderJob`) into the DOM
-its scripts build (`RenderResult`). The browser makes no request of its own: the main
-document comes from the job's bytes, and every other request it may make goes through the
-caller's `SubresourceFetch`, so trawl's rules (robots.txt, the site clock, the per-IP cap,
-backoff, the SSRF guard, size caps) apply to the browser as to any fetch. The caller stores
-`RenderResult.fetched` as request/response records and the DOM as a conversion record.
+A `RenderItem` is a page waiting for a browser, as the render queue holds it and a cluster
+node's partition checkpoint carries it. A `Renderer` turns the plain fetch of a page built
+by JavaScript (`RenderJob`) into the DOM its scripts build (`RenderResult`). The browser
+makes no request of its own: the main document comes from the job's bytes, and every other
+request it may make goes through the caller's `SubresourceFetch`, so trawl's rules
+(robots.txt, the site clock, the per-IP cap, backoff, the SSRF guard, size caps) apply to
+the browser as to any fetch. The caller stores `RenderResult.fetched` as request/response
+records and the DOM as a conversion record.
 
 The adapter is render.browser.ChromiumRenderer (headless Chromium through Playwright).
 """
@@ -19,6 +21,7 @@ from typing import Protocol, TypeAlias
 
 __all__ = [
     "FetchedSubresource",
+    "RenderItem",
     "RenderJob",
     "RenderResult",
     "RenderState",
@@ -27,6 +30,29 @@ __all__ = [
     "SubresourceAnswer",
     "SubresourceFetch",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderItem:
+    """A page waiting for a browser, and the plain response it is rendered from."""
+
+    url: str
+    url_hash: str
+    site: str
+    reason: str  # parse.render_need.RenderReason's value, or "forced"
+    storage_key: str  # the plain response's WARC record
+    record_id: str  # its WARC-Record-ID, for the conversion record's WARC-Refers-To
+    fetched_at: float
+    queued_at: float = 0.0
+    attempts: int = 0
+    # The page's frontier entry, for the links its render finds (scope, depth, scores).
+    depth: int = 0
+    standing: int = 0
+    score: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.url or not self.url_hash or not self.site or not self.storage_key:
+            raise ValueError(f"a render item needs url, hash, site and storage key: {self!r}")
 
 
 class RenderState(Enum):

@@ -22,31 +22,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trawl.render.ports import RenderItem
+
 if TYPE_CHECKING:
     import sqlite3
-
-
-@dataclass(frozen=True, slots=True)
-class RenderItem:
-    """A page waiting for a browser, and the plain response it is rendered from."""
-
-    url: str
-    url_hash: str
-    site: str
-    reason: str  # parse.render_need.RenderReason's value, or "forced"
-    storage_key: str  # the plain response's WARC record
-    record_id: str  # its WARC-Record-ID, for the conversion record's WARC-Refers-To
-    fetched_at: float
-    queued_at: float = 0.0
-    attempts: int = 0
-    # The page's frontier entry, for the links its render finds (scope, depth, scores).
-    depth: int = 0
-    standing: int = 0
-    score: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not self.url or not self.url_hash or not self.site or not self.storage_key:
-            raise ValueError(f"a render item needs url, hash, site and storage key: {self!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +34,7 @@ class RenderQueueStats:
     leased: int
 
 
+_SITES_PER_STATEMENT = 500  # under SQLite's bound on a statement's parameters
 _COLUMNS = (
     "url, url_hash, site, reason, storage_key, record_id, fetched_at, queued_at, attempts,"
     " depth, standing, score"
@@ -131,6 +111,44 @@ class SqliteRenderQueue:
         self._begin()
         cur = self._conn.execute("UPDATE render_queue SET leased_until = 0 WHERE leased_until > 0")
         return cur.rowcount
+
+    # -- a cluster node's partitions (cluster.node): rows move with their sites -------------
+    def sites(self) -> set[str]:
+        """Every site with a queued row."""
+        return {site for (site,) in self._conn.execute("SELECT DISTINCT site FROM render_queue")}
+
+    def rows_of(self, sites: list[str]) -> list[RenderItem]:
+        """The queued rows of `sites`, leased ones included (as a checkpoint carries them:
+        a new owner has no render in flight), in queue order."""
+        out: list[RenderItem] = []
+        for i in range(0, len(sites), _SITES_PER_STATEMENT):
+            chunk = sites[i : i + _SITES_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            out.extend(
+                RenderItem(*row)
+                for row in self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM render_queue WHERE site IN ({marks})", chunk
+                )
+            )
+        out.sort(key=lambda item: item.queued_at)
+        return out
+
+    def restore(self, items: list[RenderItem]) -> None:
+        """Queue rows another owner checkpointed, with their place and attempts; a row of a
+        URL queued here already keeps this one."""
+        self._begin()
+        self._conn.executemany(
+            f"INSERT OR IGNORE INTO render_queue({_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [dataclasses.astuple(item) for item in items],
+        )
+
+    def drop_sites(self, sites: list[str]) -> None:
+        """Forget the rows of `sites` (their partition was handed over, rows checkpointed)."""
+        self._begin()
+        self._conn.executemany(
+            "DELETE FROM render_queue WHERE site = ?", [(site,) for site in sites]
+        )
 
     def stats(self, now: float | None = None) -> RenderQueueStats:
         """`leased` counts leases running at `now` (any lease when None)."""

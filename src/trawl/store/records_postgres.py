@@ -387,6 +387,17 @@ class PostgresRecords:
         )
         return [h for (h,) in rows]
 
+    def waiting_renders(self, partition: int, since: float) -> list[PageRecord]:
+        """The partition's pages fetched at or after `since` whose record says a render was
+        queued and has not ended (issue 18: what a partition's new owner re-queues beyond
+        its checkpoint)."""
+        rows = self._query(
+            "SELECT record::text FROM pages WHERE partition = %s AND last_fetched_at >= %s"
+            " AND record->'render' ? 'queuedAt'",
+            (partition, since),
+        )
+        return [page_from_json(loads_record(text, "page record")) for (text,) in rows]
+
     def make_due(self, url_hashes: list[str], at: float) -> int:
         """Bring the refetch of waiting pages forward to `at` (a sitemap's lastmod said so)."""
         if not url_hashes:

@@ -54,11 +54,12 @@ from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.scope_sqlite import SqliteScopeStore
 from trawl.store.skips_sqlite import SqliteSkipLog
 from trawl.store.sqlite_db import open_database
-from trawl.store.warc import WarcWriter
+from trawl.store.warc import WarcWriter, read_record
 from trawl.urls.normalise import NormaliseRules
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
 
     from trawl.config import Settings
     from trawl.fetch.ports import Fetcher
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from trawl.render.ports import Renderer
     from trawl.seen.ports import SeenUrls
     from trawl.store.ports import Records, WarcSink
+    from trawl.store.warc_record import StoredBody
 
 # Our IP gate spaces request *starts*; a server sees a request later when it needs a new
 # connection (TCP set-up) than when it reuses one, so a little margin keeps the gaps the
@@ -111,7 +113,9 @@ def trap_policy(settings: Settings) -> TrapPolicy:
         raise ConfigError(f"[traps]: {exc}") from None
 
 
-def rendering(settings: Settings, conn: sqlite3.Connection) -> Rendering | None:
+def rendering(
+    settings: Settings, conn: sqlite3.Connection, read_body: Callable[[str], StoredBody]
+) -> Rendering | None:
     """The render step's parts (issue 18), or None when `[render] mode` is off or no
     Chromium is found (one notice line: plain crawling goes on as without rendering). A
     Chromium path set in the config that is not there is a config error."""
@@ -138,7 +142,7 @@ def rendering(settings: Settings, conn: sqlite3.Connection) -> Rendering | None:
         )
 
     book = RenderBook(RenderRules.from_settings(s))
-    return Rendering(book, SqliteRenderQueue(conn), make_renderer, s)
+    return Rendering(book, SqliteRenderQueue(conn), make_renderer, s, read_body)
 
 
 def build_context(
@@ -153,10 +157,11 @@ def build_context(
     placement: Placement | None = None,
     fetcher: Fetcher | None = None,
     cpu_pool: WorkerPool | None = None,
+    read_body: Callable[[str], StoredBody] | None = None,
 ) -> CrawlContext:
     """The crawl's parts on `data_dir`. A cluster node passes its local database, shared
-    stores (records, WARC sink, seen set) and its placement in place of the embedded ones;
-    a loop test its fetcher and page workers."""
+    stores (records, WARC sink and its reader, seen set) and its placement in place of the
+    embedded ones; a loop test its fetcher and page workers."""
     clock = clock or SystemClock()
     rules = normalise_rules(settings)
     policy = loop_policy(settings)
@@ -281,9 +286,9 @@ def build_context(
         durability=durability,
         stats=stats,
         traps=traps,
-        # Cluster nodes (they pass `conn`) do not render yet: their local render queue
-        # would not move with a partition.
-        render=rendering(settings, conn) if operator_log is not None else None,
+        render=rendering(
+            settings, conn, read_body or functools.partial(read_record, data_dir / WARC_DIR)
+        ),
     )
     if ctx.render is not None:
         sites.keep_part(ctx.render.book)  # what renders of a site gained, across restarts
