@@ -1,5 +1,6 @@
 """The live dashboard of `trawl serve`, in a real headless Chromium (Debian's `chromium` and
-`chromium-driver`, which .ci/run installs), on a real crawl of the local test web.
+`chromium-driver`, which .ci/run installs), on a real crawl of the local test web, whose
+script cases give trawl pages to render (the Rendering panel, issue 18).
 
 The browser runs with the network otherwise gone: every name but 127.0.0.1 fails to resolve
 and every non-loopback request goes to a dead proxy. So a dashboard that drew anything
@@ -57,6 +58,35 @@ return {ready: document.body.dataset.ready === "1", charts,
         live: document.getElementById("live").className};
 """
 
+# The Rendering panel (issue 18) as a reader sees it: the text shown, and which parts show.
+RENDER_PANEL_JS = """
+const text = (id) => document.getElementById(id).textContent;
+const visible = (id) => document.getElementById(id).getClientRects().length > 0;
+const bars = (id) => [...document.querySelectorAll(`#${id} li`)].map(
+  (li) => [li.querySelector(".code").textContent, li.querySelector(".n").textContent]);
+return {none: visible("render-none") ? text("render-none") : null,
+        groups: visible("render-groups"), waiting: text("render-waiting"),
+        candidates: text("r-candidates"), sent: text("r-sent"), ended: text("r-ended"),
+        requests: text("r-requests"), candidateBars: bars("render-candidates"),
+        decisionBars: bars("render-decisions"), endBars: bars("render-ends"),
+        requestBars: bars("render-requests")};
+"""
+DRAW_RENDERING_JS = "drawRendering(arguments[0]);" + RENDER_PANEL_JS
+# /v1/stats as the page gets it, drawn and read back in one go (no poll in between).
+LIVE_RENDERING_JS = (
+    "const done = arguments[arguments.length - 1];"
+    "const read = () => {" + RENDER_PANEL_JS + "};"
+    'const before = read(); getJSON("v1/stats").then((stats) => {'
+    "drawRendering(stats); done({before, stats, after: read()}); });"
+)
+RENDER_BARS = (  # the panel's bar lists, and the /v1/stats counts each shows
+    ("candidateBars", "renderCandidates"),
+    ("decisionBars", "renderDecisions"),
+    ("endBars", "renders"),
+    ("requestBars", "renderRequests"),
+)
+NO_RENDERING = {"renderCandidates": {}, "renderDecisions": {}, "renders": {}, "renderRequests": {}}
+
 
 @dataclass
 class LoadedDashboard:
@@ -71,7 +101,8 @@ class LoadedDashboard:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("dashboard")
     with (
-        TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web") as web,
+        # The script cases: pages built by JavaScript, so the Rendering panel has renders.
+        TestWebProcess(sites=12, pages=8, seed=7, workdir=tmp / "web", script_cases=True) as web,
         # An exclude the test web's pages link to: the Skipped panel has rows to show.
         run_serve(web, tmp, extra=("--exclude", "/private/")) as served,
     ):
@@ -177,6 +208,112 @@ def test_issue_16_skipped_panel_and_scope(loaded: LoadedDashboard) -> None:
     assert loaded.page["skipReasons"] >= 1
     assert loaded.page["scope"].startswith("scope any x")
     assert loaded.page["scope"].endswith(", 1 exclude")
+
+
+@pytest.fixture
+def dashboard(loaded: LoadedDashboard, browser: webdriver.Chrome) -> webdriver.Chrome:
+    """The browser on the dashboard again (another test may have gone to /docs)."""
+    if urllib.parse.urlsplit(browser.current_url).path != "/":
+        browser.get(loaded.served.base + "/")
+        WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+            lambda d: d.execute_script("return document.body.dataset.ready === '1'")
+        )
+    return browser
+
+
+def test_issue_18_rendering_panel_shows_the_counters(dashboard: webdriver.Chrome) -> None:
+    # "unreadable" and "not-ours" are keys the page does not know: shown after the known ones.
+    stats = {
+        "renderCandidates": {"empty-mount": 7, "noscript-notice": 2, "script-only-body": 1234},
+        "renderDecisions": {"site_share": 1230, "detected": 9, "forced_off": 3, "forced": 1},
+        "renders": {"done": 6, "timeout": 2, "cut": 1, "failed": 1, "failed-retry": 4,
+                    "unreadable": 1},
+        "renderRequests": {"fetched": 1500, "robots": 3, "site-busy": 5, "failed": 2,
+                           "not-ours": 1},
+        "rendersWaiting": 3,
+    }  # fmt: skip
+    panel = dashboard.execute_script(DRAW_RENDERING_JS, stats)
+    assert panel["none"] is None
+    assert panel["groups"]
+    assert panel["waiting"] == " · 3 waiting"
+    assert panel["candidates"] == "1,243"
+    assert panel["sent"] == "10"  # detected and forced: the decisions that render
+    assert panel["ended"] == "11"  # a failed-retry went back to the queue: not an end
+    assert panel["requests"] == "1,500 made · 9 refused · 2 failed"
+    assert panel["candidateBars"] == [
+        ["empty-mount", "7"], ["noscript-notice", "2"], ["script-only-body", "1,234"],
+    ]  # fmt: skip
+    assert panel["decisionBars"] == [
+        ["detected", "9"], ["forced", "1"], ["site_share", "1,230"], ["forced_off", "3"],
+    ]  # fmt: skip
+    assert panel["endBars"] == [
+        ["done", "6"], ["timeout", "2"], ["cut", "1"], ["failed", "1"], ["failed-retry", "4"],
+        ["unreadable", "1"],
+    ]  # fmt: skip
+    assert panel["requestBars"] == [
+        ["fetched", "1,500"], ["robots", "3"], ["site-busy", "5"], ["failed", "2"],
+        ["not-ours", "1"],
+    ]  # fmt: skip
+    # Known keys not counted yet show as zeros, as /metrics shows them.
+    panel = dashboard.execute_script(DRAW_RENDERING_JS, {**NO_RENDERING, "renders": {"cut": 2}})
+    assert panel["none"] is None
+    assert panel["waiting"] == ""  # /v1/stats without rendersWaiting: nothing said
+    assert panel["ended"] == "2"
+    assert panel["endBars"] == [["done", "0"], ["timeout", "0"], ["cut", "2"], ["failed", "0"]]
+    assert panel["candidates"] == "0"
+    assert panel["requests"] == "0 made · 0 refused · 0 failed"
+
+
+def test_issue_18_rendering_panel_says_when_no_page_needed_a_browser(
+    dashboard: webdriver.Chrome,
+) -> None:
+    dashboard.execute_script(DRAW_RENDERING_JS, {**NO_RENDERING, "renders": {"done": 1}})
+    zeros = {
+        "renderCandidates": {"empty-mount": 0}, "renderDecisions": {}, "renders": {"done": 0},
+        "renderRequests": {"fetched": 0}, "rendersWaiting": 0,
+    }  # fmt: skip
+    for stats in (zeros, NO_RENDERING, {}):
+        panel = dashboard.execute_script(DRAW_RENDERING_JS, stats)
+        assert panel["none"] == "no page needed a browser", stats
+        assert not panel["groups"], stats
+    # Pages still queued from an earlier run: rendering is under way, not unneeded.
+    panel = dashboard.execute_script(DRAW_RENDERING_JS, {**NO_RENDERING, "rendersWaiting": 2})
+    assert panel["none"] is None
+    assert panel["waiting"] == " · 2 waiting"
+
+
+def test_issue_18_rendering_panel_follows_the_crawl(
+    loaded: LoadedDashboard, browser: webdriver.Chrome
+) -> None:
+    """The page's own polls draw the panel, and it shows what /v1/stats says."""
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        lambda _: get_json(loaded.served.base, "/v1/stats")["renders"].get("done", 0) > 0,
+        f"the script cases had no render done in {WAIT_S} s",
+    )
+    browser.get(loaded.served.base + "/")  # drop what the other tests drew
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        lambda d: d.execute_script("return document.body.dataset.ready === '1'")
+    )
+    answer = browser.execute_async_script(LIVE_RENDERING_JS)
+    before, stats, panel = answer["before"], answer["stats"], answer["after"]
+    assert before["groups"]  # the first poll drew it: renders were done by then
+    assert before["none"] is None
+    assert int(before["ended"].replace(",", "")) > 0
+    requests = stats["renderRequests"]
+    made, failed = requests.get("fetched", 0), requests.get("failed", 0)
+    refused = sum(requests.values()) - made - failed
+    assert panel["groups"]
+    assert panel["candidates"] == f"{sum(stats['renderCandidates'].values()):,}"
+    sent = sum(n for why, n in stats["renderDecisions"].items() if why in {"detected", "forced"})
+    assert panel["sent"] == f"{sent:,}"
+    ended = sum(n for how, n in stats["renders"].items() if how != "failed-retry")
+    assert panel["ended"] == f"{ended:,}"
+    assert panel["requests"] == f"{made:,} made · {refused:,} refused · {failed:,} failed"
+    for bars, key in RENDER_BARS:
+        shown = {k: int(n.replace(",", "")) for k, n in panel[bars]}
+        assert {k: n for k, n in shown.items() if n} == {
+            k: n for k, n in stats[key].items() if n
+        }, bars
 
 
 def test_the_page_asks_nothing_of_any_host_but_trawl(loaded: LoadedDashboard) -> None:

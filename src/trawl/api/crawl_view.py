@@ -144,6 +144,7 @@ def take_snapshot(ctx: CrawlContext, history: StatsHistory, scope_line: str = ""
         "renderRequests": dict(st.render_requests),
         "renderDecisions": dict(st.render_decisions),
         "renders": dict(st.renders),
+        "rendersWaiting": ctx.run.renders_waiting,
         "scope": scope_line,
         "loopLag": {
             "p50": st.loop_lag.quantile(0.5),

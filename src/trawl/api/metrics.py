@@ -89,6 +89,8 @@ class CrawlCollector:
         yield _counter("trawl_render_requests",
                        "The browser's requests trawl was asked to make, by outcome",
                        "outcome", requests)  # fmt: skip
+        yield GaugeMetricFamily("trawl_renders_waiting", "Pages queued for a browser",
+                                stats.get("rendersWaiting", 0))  # fmt: skip
         yield _counter("trawl_skips", "URLs and pages skipped, by reason",
                        "reason", _zero_filled(snap.skipped, SKIP_REASONS))  # fmt: skip
         # Issue 16: the skipped report's counts, over the whole crawl (a resumed crawl goes

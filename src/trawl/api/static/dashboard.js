@@ -215,6 +215,7 @@ function drawTiles(stats) {
   $("t-sites").textContent = fmtInt(stats.sites ? stats.sites.known : null);
   $("scope-line").textContent = stats.scope || "–";
   drawCodes(stats.statuses || {});
+  drawRendering(stats);
 }
 
 function classOf(code) {
@@ -229,13 +230,19 @@ function drawCodes(statuses) {
     .filter(([code]) => /^\d+$/.test(code) || code.startsWith("error:"))
     .sort((a, b) => b[1] - a[1])
     .slice(0, 8);
-  const top = codes.length ? codes[0][1] : 1;
-  $("codes").replaceChildren(...codes.map(([code, n]) => {
+  $("codes").replaceChildren(...barItems(codes, (code) => COLOR[classOf(code)]));
+}
+
+// Counts as bars, one <li> each (.code, .bar, .n), scaled to the largest; `counts` is
+// [[key, n], ...] in the order shown.
+function barItems(counts, colorOf) {
+  const top = Math.max(1, ...counts.map(([, n]) => n));
+  return counts.map(([key, n]) => {
     const bar = el("span");
-    bar.style.width = `${Math.max(2, (100 * n) / top)}%`;
-    bar.style.background = COLOR[classOf(code)];
-    return el("li", {}, [el("span", { className: "code", title: code }, code), el("span", { className: "bar" }, [bar]), el("span", { className: "n" }, fmtInt(n))]);
-  }));
+    bar.style.width = `${n ? Math.max(2, (100 * n) / top) : 0}%`;
+    bar.style.background = colorOf(key);
+    return el("li", {}, [el("span", { className: "code", title: key }, key), el("span", { className: "bar" }, [bar]), el("span", { className: "n" }, fmtInt(n))]);
+  });
 }
 
 // ---- tables ----------------------------------------------------------------------------
@@ -263,13 +270,7 @@ function fillTable(id, items, toCells, emptyText) {
 // Issue 16: counts by reason as bars (as the status codes), then the latest skips.
 function drawSkipped(skipped) {
   const counts = Object.entries(skipped.counts).sort((a, b) => b[1] - a[1]);
-  const top = counts.length ? counts[0][1] : 1;
-  $("skip-counts").replaceChildren(...counts.map(([reason, n]) => {
-    const bar = el("span");
-    bar.style.width = `${Math.max(2, (100 * n) / top)}%`;
-    bar.style.background = COLOR.skip;
-    return el("li", {}, [el("span", { className: "code", title: reason }, reason), el("span", { className: "bar" }, [bar]), el("span", { className: "n" }, fmtInt(n))]);
-  }));
+  $("skip-counts").replaceChildren(...barItems(counts, () => COLOR.skip));
   fillTable("skipped", skipped.skipped, (s) => [
     cell(fmtAgo(s.at)), cell(s.reason, "mono"), cell(s.url, "mono"), cell(s.rule, "mono"),
     cell(s.referrer || "–", "mono"),
@@ -296,6 +297,59 @@ async function drawSites() {
   fillTable("errors", errors, (e) => [
     cell(fmtAgo(e.at)), cell(e.host), cell(e.kind, "mono"), cell(e.url, "mono"),
   ], "no errors");
+}
+
+// ---- rendering (issue 18) ---------------------------------------------------------------
+// The same counters as the summary and /metrics. Known keys are shown at zero, as /metrics
+// does; a key the page does not know yet still shows, after them.
+const RENDER_KNOWN = {
+  candidates: ["empty-mount", "noscript-notice", "script-only-body"],
+  ends: ["done", "timeout", "cut", "failed"],
+  requests: ["fetched", "robots", "site-busy", "failed"],
+};
+const RENDER_SENT = ["detected", "forced"]; // render.policy.RenderWhy values that render
+// Not an end: the page went back to the queue for another try.
+const RENDER_RETRY = "failed-retry";
+const RENDER_COLOR = {
+  done: "#52b788", timeout: "#f4a261", cut: "#ffd166", failed: "#ef476f",
+  [RENDER_RETRY]: "#b5179e", fetched: "#4cc9f0", detected: "#4cc9f0", forced: "#c77dff",
+};
+const renderColor = (key) => RENDER_COLOR[key] || COLOR.other;
+const sumOf = (counts, keep = () => true) =>
+  Object.entries(counts).reduce((s, [k, n]) => (keep(k) ? s + n : s), 0);
+
+function withKnown(counts, known = []) {
+  const extra = Object.entries(counts).filter(([k]) => !known.includes(k)).sort((a, b) => b[1] - a[1]);
+  return [...known.map((k) => [k, counts[k] || 0]), ...extra];
+}
+
+function drawRendering(stats) {
+  const candidates = stats.renderCandidates || {};
+  const decisions = stats.renderDecisions || {};
+  const renders = stats.renders || {};
+  const requests = stats.renderRequests || {};
+  // Pages queued for a browser: shown once /v1/stats has it (not yet, as of issue 18).
+  const waiting = typeof stats.rendersWaiting === "number" ? stats.rendersWaiting : null;
+  $("render-waiting").textContent = waiting == null ? "" : ` · ${fmtInt(waiting)} waiting`;
+  const counted = [candidates, decisions, renders, requests].some((c) => sumOf(c) > 0);
+  const ran = counted || waiting > 0;
+  $("render-none").textContent = "no page needed a browser";
+  $("render-none").hidden = ran;
+  $("render-groups").hidden = !ran;
+  if (!ran) return;
+
+  $("r-candidates").textContent = fmtInt(sumOf(candidates));
+  $("render-candidates").replaceChildren(...barItems(withKnown(candidates, RENDER_KNOWN.candidates), () => COLOR.refresh));
+  $("r-sent").textContent = fmtInt(sumOf(decisions, (why) => RENDER_SENT.includes(why)));
+  $("render-decisions").replaceChildren(...barItems(withKnown(decisions, RENDER_SENT), renderColor));
+  $("r-ended").textContent = fmtInt(sumOf(renders, (how) => how !== RENDER_RETRY));
+  $("render-ends").replaceChildren(...barItems(withKnown(renders, RENDER_KNOWN.ends), renderColor));
+  // Refused: trawl would not make the request (robots.txt, the site busy, not its site...).
+  const made = requests.fetched || 0;
+  const failed = requests.failed || 0;
+  const refused = sumOf(requests) - made - failed;
+  $("r-requests").textContent = `${fmtInt(made)} made · ${fmtInt(refused)} refused · ${fmtInt(failed)} failed`;
+  $("render-requests").replaceChildren(...barItems(withKnown(requests, RENDER_KNOWN.requests), renderColor));
 }
 
 // ---- the loop ----------------------------------------------------------------------------
