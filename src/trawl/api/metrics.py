@@ -21,7 +21,7 @@ from trawl.api.crawl_view import status_kinds
 from trawl.api.stats_history import STATUS_CLASSES, count_by_class
 from trawl.fetch.failure_reasons import REASONS
 from trawl.parse.render_need import RenderReason
-from trawl.render.ports import RenderState
+from trawl.render.ports import RenderState, SubrequestOutcome
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -36,7 +36,7 @@ WAIT_REASONS = ("ip_gate", "site_clock", "paused")
 SKIP_REASONS = ("robots",)
 RENDER_REASONS = tuple(reason.value for reason in RenderReason)
 RENDER_STATES = tuple(state.value for state in RenderState)
-RENDER_REQUEST_OUTCOMES = ("fetched", "robots", "site-busy", "failed")  # loop.render_fetches
+RENDER_REQUEST_OUTCOMES = tuple(outcome.value for outcome in SubrequestOutcome)
 SCOPE_SKIP_REASONS = ("scope", "exclude")
 
 

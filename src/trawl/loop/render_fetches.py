@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl.loop.requests import NotSent
+from trawl.render.ports import SubrequestOutcome
 from trawl.urls.registered_domain import origin_of, site_of
 
 if TYPE_CHECKING:
@@ -49,17 +50,17 @@ class RenderFetches:
 
     async def fetch(self, url: str, deadline: float) -> FetchResult | None:
         """The answer to the browser's GET of `url`, or None when it may not be made
-        before `deadline` (crawl clock seconds) or at all. Counted by outcome in
-        `CrawlStats.render_requests`."""
+        before `deadline` (crawl clock seconds) or at all. Counted by its
+        `SubrequestOutcome` in `CrawlStats.render_requests`."""
         ctx = self._ctx
         try:
             site = site_of(url)
         except ValueError:
-            return self._counted(None, "invalid")
+            return self._counted(None, SubrequestOutcome.INVALID)
         if not ctx.placement.may_fetch(site):
-            return self._counted(None, "not-ours")
+            return self._counted(None, SubrequestOutcome.NOT_OURS)
         if not await self._hold(site, deadline):
-            return self._counted(None, "site-busy")
+            return self._counted(None, SubrequestOutcome.SITE_BUSY)
         try:
             return await self._fetch_held(ctx.sites.state(site), url, deadline)
         finally:
@@ -80,23 +81,23 @@ class RenderFetches:
         rules = state.robots.get(origin)
         if rules is None or not rules.is_fresh(ctx.clock.now()):
             if state.paused or not await self._wait_clock(state, deadline):
-                return self._counted(None, "site-busy")
+                return self._counted(None, SubrequestOutcome.SITE_BUSY)
             await self._requests.fetch_robots(state, origin, rules)
             rules = state.robots.get(origin)
         if rules is None or not rules.is_allowed(url, ctx.agent_token):
-            return self._counted(None, "robots")
+            return self._counted(None, SubrequestOutcome.ROBOTS)
         if state.paused or not await self._wait_clock(state, deadline):
-            return self._counted(None, "site-busy")
+            return self._counted(None, SubrequestOutcome.SITE_BUSY)
         try:
             result = await self._requests.request(
                 state, url, read_any_type=True, max_body_bytes=self._max_body_bytes
             )
         except NotSent:
-            return self._counted(None, "not-ours")
+            return self._counted(None, SubrequestOutcome.NOT_OURS)
         if not result.status:
-            return self._counted(None, "failed")
+            return self._counted(None, SubrequestOutcome.FAILED)
         self._content.archive_answer(url, result)
-        return self._counted(result, "fetched")
+        return self._counted(result, SubrequestOutcome.FETCHED)
 
     async def _wait_clock(self, state: SiteState, deadline: float) -> bool:
         """Wait for the site clock's next allowed time; False if that is past `deadline`."""
@@ -110,7 +111,9 @@ class RenderFetches:
             await ctx.clock.sleep_until(at)
         return True
 
-    def _counted(self, result: FetchResult | None, outcome: str) -> FetchResult | None:
+    def _counted(
+        self, result: FetchResult | None, outcome: SubrequestOutcome
+    ) -> FetchResult | None:
         stats = self._ctx.stats
-        stats.count(stats.render_requests, outcome)
+        stats.count(stats.render_requests, outcome.value)
         return result

@@ -27,6 +27,7 @@ __all__ = [
     "RenderState",
     "Renderer",
     "RendererStats",
+    "SubrequestOutcome",
     "SubresourceAnswer",
     "SubresourceFetch",
 ]
@@ -53,6 +54,17 @@ class RenderItem:
     def __post_init__(self) -> None:
         if not self.url or not self.url_hash or not self.site or not self.storage_key:
             raise ValueError(f"a render item needs url, hash, site and storage key: {self!r}")
+
+
+class SubrequestOutcome(Enum):
+    """What became of one request the browser asked trawl to make (loop.render_fetches)."""
+
+    FETCHED = "fetched"  # made, and its answer handed to the browser
+    ROBOTS = "robots"  # robots.txt forbids it
+    SITE_BUSY = "site-busy"  # the site (its clock, a turn, a pause) could not allow it in time
+    NOT_OURS = "not-ours"  # a cluster node's partition of the site is not this node's
+    INVALID = "invalid"  # not a URL trawl could request
+    FAILED = "failed"  # made, and it failed (no answer)
 
 
 class RenderState(Enum):
