@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trawl.errors import DataError
+from trawl.loop.lag import HIGH_LAG_S
 from trawl.model import CrawlUrl, Line
 from trawl.parse.page_work import process_rendered
 from trawl.render.ports import RenderItem, RenderJob, RenderState, SubresourceAnswer
@@ -149,7 +150,9 @@ class Renders:
 
     def _start_renders(self, tasks: asyncio.TaskGroup) -> None:
         free = self._parts.settings.concurrency - len(self._active)
-        if free <= 0:
+        if free <= 0 or self._ctx.stats.loop_lag.last > HIGH_LAG_S:
+            # A loop already late (loop.lag: the admission gate holds site turns too) is
+            # not given a browser's work as well: the plain crawl comes first.
             return
         lease_s = self._parts.settings.page_timeout_s + LEASE_MARGIN_S
         for item in self._parts.queue.lease(self._ctx.clock.now(), lease_s, free):

@@ -27,6 +27,9 @@ ended for `QUIET_S` (blocked ones included: a page that retries a websocket or p
 cannot run on a fake clock). A page that never settles gives its DOM at the cap, `TIMEOUT`.
 A subresource still being fetched when the render ends is cancelled and not reported.
 
+Priority: the browser runs below the crawl loop (render.chromium's niced launcher): the
+plain crawl's loop gets the CPU first, and renders take what is left.
+
 Recycling: the browser is closed and a new one launched after `recycle_after_pages` renders,
 or once its process tree's memory passes `max_rss_mb`: the tree under the process launched
 with this renderer's marker switch, read from /proc after each render. Summed VmRSS counts
@@ -41,9 +44,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
@@ -51,7 +57,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import async_playwright
 
 from trawl.errors import ConfigError, UsageError
-from trawl.render.chromium import find_chromium
+from trawl.render.chromium import find_chromium, write_niced_launcher
 from trawl.render.ports import (
     FetchedSubresource,
     RendererStats,
@@ -189,6 +195,7 @@ class ChromiumRenderer:
         self._sandbox = os.geteuid() != 0 if sandbox is None else sandbox
         self._lock = asyncio.Lock()  # one launch at a time
         self._playwright: Playwright | None = None
+        self._launcher_dir: str | None = None  # holds the niced launcher (render.chromium)
         self._current: _Launch | None = None
         self._live: set[_Launch] = set()  # launched and not closed yet
         self._closed = False
@@ -234,6 +241,9 @@ class ChromiumRenderer:
             if self._playwright is not None:
                 await self._playwright.stop()
                 self._playwright = None
+            if self._launcher_dir is not None:
+                shutil.rmtree(self._launcher_dir, ignore_errors=True)
+                self._launcher_dir = None
 
     def stats(self) -> RendererStats:
         cache = self._cache.stats()
@@ -284,10 +294,13 @@ class ChromiumRenderer:
     async def _launch(self) -> _Launch:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
+        if self._launcher_dir is None:
+            self._launcher_dir = tempfile.mkdtemp(prefix="trawl-chromium-")
+        launcher = write_niced_launcher(self.executable, Path(self._launcher_dir))
         marker = uuid.uuid4().hex
         try:
             browser = await self._playwright.chromium.launch(
-                executable_path=self.executable,
+                executable_path=str(launcher),
                 headless=True,
                 chromium_sandbox=self._sandbox,
                 args=[f"{MARKER_SWITCH}={marker}", *_CHROMIUM_ARGS],
