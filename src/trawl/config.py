@@ -155,7 +155,7 @@ class RenderSettings:
 
     mode: str = "auto"  # auto: render when Chromium is found; off: plain fetches only
     chromium: str = ""  # "" = chromium, chromium-browser or google-chrome on the PATH
-    concurrency: int = 2  # pages rendered at once
+    concurrency: int = 1  # pages rendered at once (bench/RESULTS.md: 2 lag the crawl loop)
     page_timeout_s: float = 15.0  # wall-clock cap on one render
     max_subrequests: int = 60  # requests the browser may make for one page
     max_subresource_bytes: int = 8 * MiB  # bytes those requests may bring, per page

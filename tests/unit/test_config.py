@@ -154,7 +154,7 @@ def test_bad_scope_is_one_line_error_naming_the_key(
 
 def test_render_defaults() -> None:
     r = load_settings(None).render
-    assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == ("auto", "", 2, 15.0)
+    assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == ("auto", "", 1, 15.0)
     assert (r.max_subrequests, r.max_subresource_bytes) == (60, 8 * 1024 * 1024)
     assert (r.recycle_after_pages, r.max_browser_rss_mb, r.max_queued) == (100, 1024, 10_000)
     assert RenderRules.from_settings(r) == RenderRules()
