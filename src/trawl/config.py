@@ -162,6 +162,7 @@ class RenderSettings:
     recycle_after_pages: int = 100  # a fresh browser after this many renders
     max_browser_rss_mb: int = 1024  # ... or once the browser's memory exceeds this
     max_queued: int = 10_000  # pages waiting for a browser; candidates past it are not queued
+    cpu_share: float = 0.25  # cores' worth of CPU the browser may use on average
     site_share: float = 0.2  # of a site's plain HTML pages that may be rendered
     site_min_pages: int = 3  # renders of a site allowed before site_share applies
     overall_share: float = 0.05  # of all plain HTML pages that may be rendered
@@ -408,6 +409,8 @@ def _check_render(r: RenderSettings) -> None:
         raise ConfigError(f"render.chromium = {r.chromium!r}: not a file path")
     if not 0 < r.page_timeout_s < math.inf:
         raise ConfigError(f"render.page_timeout_s = {r.page_timeout_s}: must be > 0 and finite")
+    if not 0 < r.cpu_share < math.inf:
+        raise ConfigError(f"render.cpu_share = {r.cpu_share}: must be > 0 and finite")
     for name in ("concurrency", "recycle_after_pages", "max_browser_rss_mb", "max_queued"):
         _require_positive(f"render.{name}", getattr(r, name))
     for name in ("max_subrequests", "max_subresource_bytes"):

@@ -112,6 +112,9 @@ def test_shell_app_renders_to_html_with_its_links(
     )
     assert 0.5 <= result.wall_s < 5
     assert renderer.stats().rss_bytes > 10_000_000
+    # The browser's CPU while it ran (render.cpu_budget charges it): a fresh context's
+    # renderer process alone costs a good part of a CPU-second.
+    assert 0.05 < result.cpu_s < 20, result.cpu_s
 
 
 def test_other_sites_images_fonts_sockets_and_navigations_never_reach_fetch(

@@ -157,6 +157,7 @@ def test_render_defaults() -> None:
     assert (r.mode, r.chromium, r.concurrency, r.page_timeout_s) == ("auto", "", 1, 15.0)
     assert (r.max_subrequests, r.max_subresource_bytes) == (60, 8 * 1024 * 1024)
     assert (r.recycle_after_pages, r.max_browser_rss_mb, r.max_queued) == (100, 1024, 10_000)
+    assert r.cpu_share == 0.25
     assert RenderRules.from_settings(r) == RenderRules()
     assert RenderRules() == RenderRules(
         site_share=0.2,
@@ -227,6 +228,8 @@ def test_render_flag_overrides_the_file() -> None:
         ("recycle_after_pages = 0", r"^render\.recycle_after_pages = 0: must be > 0$"),
         ("max_browser_rss_mb = 0", r"^render\.max_browser_rss_mb = 0: must be > 0$"),
         ("max_queued = 0", r"^render\.max_queued = 0: must be > 0$"),
+        ("cpu_share = 0", r"^render\.cpu_share = 0\.0: must be > 0 and finite$"),
+        ("cpu_share = inf", r"^render\.cpu_share = inf: must be > 0 and finite$"),
         ("site_share = 1.5", r"^render\.site_share = 1\.5: must be a number from 0 to 1$"),
         ("overall_share = -0.01", r"^render\.overall_share = -0\.01: must be a number from 0"),
         ("site_min_pages = -1", r"^render\.site_min_pages = -1: must be an integer >= 0$"),

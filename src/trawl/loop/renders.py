@@ -31,6 +31,7 @@ from trawl.errors import DataError
 from trawl.loop.lag import HIGH_LAG_S
 from trawl.model import CrawlUrl, Line
 from trawl.parse.page_work import process_rendered
+from trawl.render.cpu_budget import CpuBudget
 from trawl.render.ports import RenderItem, RenderJob, RenderState, SubresourceAnswer
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class Renders:
         self._active: set[asyncio.Task[None]] = set()
         self._wakeup = asyncio.Event()
         self._renderer: Renderer | None = None
+        self._budget = CpuBudget(parts.settings.cpu_share)
         # Before the crawl's first look at whether it is finished: a resumed crawl whose
         # frontier is empty still has its queued renders to do.
         parts.queue.reset_leases()  # a crawl starting has no render in flight
@@ -150,7 +152,9 @@ class Renders:
 
     def _start_renders(self, tasks: asyncio.TaskGroup) -> None:
         free = self._parts.settings.concurrency - len(self._active)
-        if free <= 0 or self._ctx.stats.loop_lag.last > HIGH_LAG_S:
+        if free <= 0 or not self._budget.may_start(self._ctx.clock.now()):
+            return  # the browser had its share of the CPU (render.cpu_budget)
+        if self._ctx.stats.loop_lag.last > HIGH_LAG_S:
             # A loop already late (loop.lag: the admission gate holds site turns too) is
             # not given a browser's work as well: the plain crawl comes first.
             return
@@ -184,7 +188,9 @@ class Renders:
             log.warning("render of %s skipped: its plain copy is unreadable: %s", item.url, exc)
             self._finish(item, "unreadable")
             return
+        started = ctx.clock.now()
         result = await self._browse(item, stored)
+        self._budget.charge(started, result.cpu_s)
         if result.state is RenderState.FAILED and item.attempts < MAX_ATTEMPTS:
             self._parts.queue.retry(item.url_hash, ctx.clock.now() + RETRY_AFTER_S)
             ctx.stats.count(ctx.stats.renders, "failed-retry")

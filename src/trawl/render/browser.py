@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -67,7 +68,13 @@ from trawl.render.ports import (
     SubresourceAnswer,
     SubresourceFetch,
 )
-from trawl.render.process_tree import find_process, process_tree, tree_pss_bytes, tree_rss_bytes
+from trawl.render.process_tree import (
+    find_process,
+    process_tree,
+    tree_cpu_s,
+    tree_pss_bytes,
+    tree_rss_bytes,
+)
 from trawl.render.request_rule import Verdict, request_verdict
 from trawl.render.subresource_cache import SubresourceCache
 
@@ -216,7 +223,10 @@ class ChromiumRenderer:
             launch.retiring = True
         self._active += 1
         try:
+            cpu_before = await asyncio.to_thread(self._tree_cpu_s, launch)
             result = await self._render_on(launch, job, fetch)
+            cpu_s = await asyncio.to_thread(self._tree_cpu_s, launch) - cpu_before
+            result = dataclasses.replace(result, cpu_s=max(0.0, cpu_s))
         finally:
             self._active -= 1
             launch.active -= 1
@@ -340,6 +350,10 @@ class ChromiumRenderer:
         tree = self._tree_of(launch)
         self._rss_bytes = tree_rss_bytes(tree)
         return self._rss_bytes > self._max_rss_bytes and tree_pss_bytes(tree) > self._max_rss_bytes
+
+    def _tree_cpu_s(self, launch: _Launch) -> float:
+        """The browser's CPU-seconds so far (reaped renderers included); 0 once it is gone."""
+        return tree_cpu_s(self._tree_of(launch)) if launch.browser.is_connected() else 0.0
 
     def _tree_of(self, launch: _Launch) -> list[int]:
         """The browser's process tree, from /proc (the root found once, by its marker)."""

@@ -166,6 +166,9 @@ class RenderResult:
     fetched: tuple[FetchedSubresource, ...]
     navigations: tuple[str, ...] = ()
     message: str = ""
+    # CPU-seconds the browser's process tree used while the render ran (with renders at
+    # once, each counts the others' too): what render.cpu_budget charges it.
+    cpu_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.state is RenderState.FAILED and not self.message:
