@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from tests.e2e.cluster_support import running_cluster
 from tests.e2e.test_cluster_crawl import PARTITIONS, owners, wait_owned_by
-from tests.e2e.test_render_crawl import FORCE_ON
+from tests.e2e.test_render_crawl import CPU_SHARE, FORCE_ON
 
 from trawl.cluster.partitions import partition_of
 from trawl.testweb.politeness import check_politeness
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 APP = "script-app.test"  # every page of it is a shell
 LITERALS = ", ".join(f"'{pattern}'" for pattern in FORCE_ON)  # TOML keeps \ in '...'
-RENDER = f"\n[render]\nforce_on = [{LITERALS}]\n"
+RENDER = f"\n[render]\nforce_on = [{LITERALS}]\ncpu_share = {CPU_SHARE}\n"
 
 
 def _renders(cluster: Cluster) -> dict[str, dict[str, object]]:

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 # (tested in tests/unit/test_render_policy.py) would leave some unrendered, so the operator
 # forces them on, as an operator who knows the sites would.
 FORCE_ON = ("script-app.test", r"^http://site0002\.test:\d+/apps/")
-RENDER = {"force_on": FORCE_ON}
+# The browser's CPU budget (tested in tests/unit/test_cpu_budget.py) is opened up: these
+# tests are about politeness and what is stored, and at the default they take twice as long.
+CPU_SHARE = 2.0
+RENDER = {"force_on": FORCE_ON, "cpu_share": CPU_SHARE}
 MARKER = "--trawl-render"  # render.browser's switch on the browser it launches
 
 
@@ -131,7 +134,7 @@ def _check_rendered_hand_off(data: Path, pages: dict[str, PageRecord], urls: lis
 def test_a_kill_9_while_rendering_loses_no_queued_render(tmp_path: Path) -> None:
     config = tmp_path / "render.toml"
     literals = ", ".join(f"'{pattern}'" for pattern in FORCE_ON)  # TOML keeps \ in '...'
-    config.write_text(f"[render]\nforce_on = [{literals}]\n")
+    config.write_text(f"[render]\nforce_on = [{literals}]\ncpu_share = {CPU_SHARE}\n")
     with _web(tmp_path) as web:
         cases, port = web.web.script_cases(), web.port
         data = tmp_path / "data"
