@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trawl.render.ports import RenderItem
+from trawl.store.sqlite_db import in_chunks
 
 if TYPE_CHECKING:
     import sqlite3
@@ -34,7 +35,6 @@ class RenderQueueStats:
     leased: int
 
 
-_SITES_PER_STATEMENT = 500  # under SQLite's bound on a statement's parameters
 _COLUMNS = (
     "url, url_hash, site, reason, storage_key, record_id, fetched_at, queued_at, attempts,"
     " depth, standing, score"
@@ -121,15 +121,9 @@ class SqliteRenderQueue:
         """The queued rows of `sites`, leased ones included (as a checkpoint carries them:
         a new owner has no render in flight), in queue order."""
         out: list[RenderItem] = []
-        for i in range(0, len(sites), _SITES_PER_STATEMENT):
-            chunk = sites[i : i + _SITES_PER_STATEMENT]
-            marks = ", ".join("?" * len(chunk))
-            out.extend(
-                RenderItem(*row)
-                for row in self._conn.execute(
-                    f"SELECT {_COLUMNS} FROM render_queue WHERE site IN ({marks})", chunk
-                )
-            )
+        for chunk, marks in in_chunks(sites):
+            sql = f"SELECT {_COLUMNS} FROM render_queue WHERE site IN ({marks})"
+            out.extend(RenderItem(*row) for row in self._conn.execute(sql, chunk))
         out.sort(key=lambda item: item.queued_at)
         return out
 
