@@ -177,14 +177,12 @@ def cmd_page(args: argparse.Namespace) -> int:
         if not args.body:
             _print_json(record.to_json())
             return 0
-        if args.rendered:
-            if not record.rendered_key:
-                raise UsageError(f"{record.url}: no rendered copy stored (never rendered)")
-            stored = stores.read_body(record.rendered_key)
-        else:
-            if not record.storage_key:
-                raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
-            stored = stores.read_body(record.storage_key)
+        key = record.rendered_key if args.rendered else record.storage_key
+        if not key and args.rendered:
+            raise UsageError(f"{record.url}: no rendered copy stored (never rendered)")
+        if not key:
+            raise UsageError(f"{record.url}: no body stored (httpStatus {record.http_status})")
+        stored = stores.read_body(key)
     sys.stdout.buffer.write(stored.payload)
     return 0
 

@@ -202,7 +202,7 @@ class ChromiumRenderer:
         self._sandbox = os.geteuid() != 0 if sandbox is None else sandbox
         self._lock = asyncio.Lock()  # one launch at a time
         self._playwright: Playwright | None = None
-        self._launcher_dir: str | None = None  # holds the niced launcher (render.chromium)
+        self._launcher: Path | None = None  # the niced launcher script (render.chromium)
         self._current: _Launch | None = None
         self._live: set[_Launch] = set()  # launched and not closed yet
         self._closed = False
@@ -251,9 +251,9 @@ class ChromiumRenderer:
             if self._playwright is not None:
                 await self._playwright.stop()
                 self._playwright = None
-            if self._launcher_dir is not None:
-                shutil.rmtree(self._launcher_dir, ignore_errors=True)
-                self._launcher_dir = None
+            if self._launcher is not None:
+                shutil.rmtree(self._launcher.parent, ignore_errors=True)
+                self._launcher = None
 
     def stats(self) -> RendererStats:
         cache = self._cache.stats()
@@ -304,13 +304,13 @@ class ChromiumRenderer:
     async def _launch(self) -> _Launch:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
-        if self._launcher_dir is None:
-            self._launcher_dir = tempfile.mkdtemp(prefix="trawl-chromium-")
-        launcher = write_niced_launcher(self.executable, Path(self._launcher_dir))
+        if self._launcher is None:  # once: a recycled browser starts through it again
+            directory = Path(tempfile.mkdtemp(prefix="trawl-chromium-"))
+            self._launcher = write_niced_launcher(self.executable, directory)
         marker = uuid.uuid4().hex
         try:
             browser = await self._playwright.chromium.launch(
-                executable_path=str(launcher),
+                executable_path=str(self._launcher),
                 headless=True,
                 chromium_sandbox=self._sandbox,
                 args=[f"{MARKER_SWITCH}={marker}", *_CHROMIUM_ARGS],
