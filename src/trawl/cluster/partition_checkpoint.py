@@ -109,8 +109,8 @@ def _row(row: list[Any]) -> QueuedRow:
 
 
 def _render_row(row: list[Any]) -> RenderItem:
-    url, url_hash, site, reason, key, record_id, fetched_at, queued_at, attempts, *rest = row
-    depth, standing, score = rest
+    (url, url_hash, site, reason, key, record_id, fetched_at, queued_at, attempts, depth,
+     standing, score) = row  # fmt: skip
     return RenderItem(
         str(url), str(url_hash), str(site), str(reason), str(key), str(record_id),
         float(fetched_at), float(queued_at), int(attempts), int(depth), int(standing),
