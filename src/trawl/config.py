@@ -214,12 +214,12 @@ class NodeSettings:
     """A cluster node's timing (`trawl node`); cluster.ownership_shell.ClusterTiming checks
     that the values work together."""
 
-    member_ttl_s: float = 15.0  # a node is gone this long after its last heartbeat
-    lease_ttl_s: float = 30.0  # how long a crashed node's partitions stay unfetched
-    margin_s: float = 12.0  # stop fetching this long before a lease could expire
-    renew_after_s: float = 6.0
-    retry_s: float = 1.5
-    request_timeout_s: float = 3.0
+    member_ttl_s: float = 4.0  # a node is gone this long after its last heartbeat
+    lease_ttl_s: float = 5.0  # how long a crashed node's partitions stay unfetched
+    margin_s: float = 1.5  # stop fetching (requests in flight cut) this long before expiry
+    renew_after_s: float = 1.5
+    retry_s: float = 0.5
+    request_timeout_s: float = 1.0
     checkpoint_interval_s: float = 180.0  # each changed partition is checkpointed this often
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from trawl.cluster.lease_cuts import LeaseCuts
 from trawl.cluster.redis_links import LinkBatch
 
 if TYPE_CHECKING:
@@ -64,3 +65,11 @@ class MemoryStreams:
         keep = [e for e in stream if _seq(e.entry_id) > _seq(entry_id)]
         self.entries[partition] = keep
         return len(stream) - len(keep)
+
+
+def never_cut(partitions: int) -> LeaseCuts:
+    """Lease deadlines for a node whose leases never end: requests run to their own end."""
+    cuts = LeaseCuts()
+    for partition in range(partitions):
+        cuts.deadline(partition, float("inf"))
+    return cuts

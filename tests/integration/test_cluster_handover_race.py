@@ -22,7 +22,7 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from tests.fakes.cluster import FreeIpSlots, MemoryStreams
+from tests.fakes.cluster import FreeIpSlots, MemoryStreams, never_cut
 
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.link_router import LinkBuffers
@@ -112,7 +112,7 @@ def make_node(
     publisher = Publisher()
     placement = NodePlacement(
         owner=name, table=table, leases=leases, router=LinkBuffers(N, sent_capacity=100),
-        publisher=publisher, ip_slots=FreeIpSlots(),
+        publisher=publisher, ip_slots=FreeIpSlots(), cuts=never_cut(N),
     )  # fmt: skip
     seen = PartitionedSeen(expected_urls=1000, fp_rate=0.001, partitions=N)
     work = tmp_path / name

@@ -37,7 +37,6 @@ TIMING = ClusterTiming(
     renew_after_s=0.3,
     retry_s=0.2,
     request_timeout_s=0.3,
-    fetch_timeout_s=0.4,
 )
 CALLBACK_S = 0.01  # what loading or checkpointing a partition takes here
 SETTLE_S = 5.0
@@ -153,6 +152,14 @@ async def poll_until(check: Callable[[], bool], what: str, timeout_s: float) -> 
         assert time.monotonic() - started < timeout_s, f"{what}: not after {timeout_s} s"
         await asyncio.sleep(0.01)
     return time.monotonic() - started
+
+
+async def on_the_wire_until_cut(shell: OwnershipShell, partition: int) -> float:
+    """A request to a site of `partition` that never ends by itself: when it was cut."""
+    with contextlib.suppress(TimeoutError):
+        async with shell.cuts.cut(partition):
+            await asyncio.sleep(60)
+    return time.monotonic()
 
 
 def run_cluster(
@@ -324,14 +331,21 @@ def test_a_hung_redis_stops_fetching_at_the_deadline_and_ownership_recovers(
         try:
             shell = (await cluster.start("m0")).shell
             await cluster.wait_settled(["m0"])
+            # A request in flight meanwhile: renewals move its cut, the outage ends it.
+            request = asyncio.create_task(on_the_wire_until_cut(shell, 0))
+            await asyncio.sleep(TIMING.lease_ttl_s)  # past the first lease's deadline
+            assert not request.done(), "renewals moved the request's deadline"
             proxy.is_dark = True
             dark_at = time.monotonic()
             deadline = max(shell.core.fetch_until(p) for p in range(8))
+            cut_deadline = shell.core.fetch_until(0)
             await poll_until(lambda: not shell.owned(), "fetching stops", TIMING.lease_ttl_s)
             stopped_s = time.monotonic() - dark_at
             print(f"outage: fetching stopped {stopped_s:.2f} s after Redis hung")
             assert time.monotonic() <= deadline + 0.1  # may_fetch kept to the local deadline
             assert stopped_s < TIMING.lease_ttl_s - TIMING.margin_s + 0.1
+            cut_at = await asyncio.wait_for(request, 1.0)
+            assert cut_deadline <= cut_at <= cut_deadline + 0.1, "cut at the local deadline"
             await asyncio.sleep(TIMING.lease_ttl_s)  # the leases and the member expire
             proxy.is_dark = False
             recovered_s = await cluster.wait_settled(["m0"])

@@ -16,7 +16,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tests.fakes.cluster import FreeIpSlots
+from tests.fakes.cluster import FreeIpSlots, never_cut
 
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.partition_table import PartitionTable
@@ -75,7 +75,7 @@ def node_context(tmp_path: Path, clock: StoppedClock, table: PartitionTable) -> 
     )
     placement = NodePlacement(
         owner="n2", table=table, leases=AllLeases(), router=LinkBuffers(N, sent_capacity=100),
-        publisher=NoCoordinator(), ip_slots=NoCoordinator(),
+        publisher=NoCoordinator(), ip_slots=NoCoordinator(), cuts=never_cut(N),
     )  # fmt: skip
     return build_context(settings, tmp_path, clock, placement=placement)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.cluster import never_cut
 from tests.integration.test_cluster_override_gap import AllLeases, N, NoCoordinator, StoppedClock
 
 from trawl.cluster.link_router import LinkBuffers
@@ -51,7 +52,7 @@ def test_a_request_cancelled_while_waiting_for_the_cluster_slot_frees_its_ip(
     coordinator = SilentCoordinator()
     placement = NodePlacement(
         owner="n1", table=table, leases=AllLeases(), router=LinkBuffers(N, sent_capacity=100),
-        publisher=coordinator, ip_slots=coordinator,
+        publisher=coordinator, ip_slots=coordinator, cuts=never_cut(N),
     )  # fmt: skip
     settings = with_overrides(
         Settings(),

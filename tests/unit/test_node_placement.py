@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tests.fakes.cluster import never_cut
+
 from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.partitions import partition_of
 from trawl.cluster.placement import MIN_POLL_S, NodePlacement
@@ -111,7 +113,7 @@ def node(answers: list[float | Exception | None] | None = None) -> Node:
 
     placement = NodePlacement(
         owner="n1", table=table, leases=leases, router=router, publisher=publisher,
-        ip_slots=slots, sleep=sleep,
+        ip_slots=slots, sleep=sleep, cuts=never_cut(N),
     )  # fmt: skip
     return Node(table, leases, slots, publisher, router, sleeps, placement)
 

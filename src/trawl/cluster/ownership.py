@@ -21,8 +21,8 @@ How this works:
   last renew, which is no earlier than when this member *sent* it. So, whatever the network
   delay, the lease is surely still ours until `sent_at + ttl_s` of the last successful request,
   and `may_fetch` is true only in OWNED and before `sent_at + ttl_s - margin_s`. The margin
-  covers the rate difference between the two clocks and a fetch already on the wire at the
-  deadline (or the shell cancels fetches at `fetch_until`). `sent_at` is the `now` given to
+  covers the rate difference between the two clocks and how late the shell cuts a request
+  still on the wire at the deadline (cluster/lease_cuts.py). `sent_at` is the `now` given to
   the `due` call that returned the request, so the shell must send after that call.
 - Renewing past the local deadline is safe: tokens are never reused, so a renew that finds our
   token proves the lease was ours without a break, and its own `sent_at` starts a new deadline.
@@ -55,16 +55,15 @@ class LeaseState(Enum):
 class LeaseTiming:
     """Lease durations in seconds; see the module docstring for how they relate.
 
-    A fetch started just before the deadline may run `fetch.total_timeout_s` (10 s by
-    default) past it, so unless the shell cancels fetches at `fetch_until`, `margin_s` must
-    exceed that timeout (the default leaves 2 s for clock rates and scheduling). `ttl_s` is
-    also how long a crashed member's partitions stay unfetched.
+    The shell cuts requests still on the wire at the local deadline, so `margin_s` covers
+    only how late that cut runs and the clocks' rates. `ttl_s` is also how long a crashed
+    member's partitions stay unfetched.
     """
 
-    ttl_s: float = 30.0  # lease time the server grants per acquire or renew
-    margin_s: float = 12.0  # stop fetching this long before the server could expire the lease
-    renew_after_s: float = 6.0  # renew this long after the last successful request was sent
-    retry_s: float = 1.5  # wait after a refused acquire or a request without an answer
+    ttl_s: float = 5.0  # lease time the server grants per acquire or renew
+    margin_s: float = 1.5  # stop fetching this long before the server could expire the lease
+    renew_after_s: float = 1.5  # renew this long after the last successful request was sent
+    retry_s: float = 0.5  # wait after a refused acquire or a request without an answer
 
     def __post_init__(self) -> None:
         if not 0 < self.margin_s < self.ttl_s:

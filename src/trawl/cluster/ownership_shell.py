@@ -2,7 +2,8 @@
 
 How this works:
 - `run(handler)` is one task of this member. Inside it, one loop heartbeats the member every
-  `member_ttl_s / 3` and reads the live member list; when the list changes it recomputes
+  `member_ttl_s / 3` and reads the live member list (sooner when another member's entry is
+  about to expire: a crashed member is seen gone at once); when the list changes it recomputes
   `partitions.assign` and gives this member's share to the pure core. A second loop asks the
   core what is due (`due(now)`), starts one task per action and sleeps until `next_due_at()`
   or until an answer or a member change wakes it.
@@ -35,6 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from trawl.cluster.lease_cuts import LeaseCuts
 from trawl.cluster.ownership import (
     Acquire,
     Checkpoint,
@@ -60,6 +62,8 @@ T = TypeVar("T")
 # No answer in time, or none at all: the request may or may not have been applied.
 _NO_ANSWER = (CoordinatorUnavailable, TimeoutError)
 MAX_IN_FLIGHT = 32  # lease requests per member at once: 1,024 acquires at start-up queue here
+EXPIRY_SLACK_S = 0.05  # look again this long after another member's entry should expire
+MIN_MARGIN_S = 0.5  # see ClusterTiming: the cut's lateness under load, plus clock rates
 
 
 class PartitionHandler(Protocol):
@@ -77,27 +81,30 @@ class PartitionHandler(Protocol):
 class ClusterTiming:
     """Membership and lease durations in seconds, checked together on construction.
 
-    Raises ConfigError naming the keys when they can't work together.
+    The defaults make a crashed member's sites fetchable elsewhere within seconds: its
+    members entry expires after `member_ttl_s` (the others then want its partitions) and its
+    leases `lease_ttl_s` after their last renewal (the others may then take them). A lease
+    can be shorter than the longest fetch because requests are cut at its local deadline
+    (`LeaseCuts`). Raises ConfigError naming the keys when they can't work together.
     """
 
-    member_ttl_s: float = 15.0  # a silent member counts as gone this long after its heartbeat
-    lease_ttl_s: float = 30.0  # how long a crashed member's partitions stay unfetched
-    margin_s: float = 12.0  # stop fetching this long before the server could expire a lease
-    renew_after_s: float = 6.0  # renew this long after the last successful request was sent
-    retry_s: float = 1.5  # wait after a refused acquire or a request without an answer
-    request_timeout_s: float = 3.0  # a lease request or heartbeat without an answer by then failed
-    fetch_timeout_s: float = 10.0  # fetch.total_timeout_s: a fetch may run this long
+    member_ttl_s: float = 4.0  # a silent member counts as gone this long after its heartbeat
+    lease_ttl_s: float = 5.0  # how long a crashed member's partitions stay unfetched
+    margin_s: float = 1.5  # stop fetching this long before the server could expire a lease
+    renew_after_s: float = 1.5  # renew this long after the last successful request was sent
+    retry_s: float = 0.5  # wait after a refused acquire or a request without an answer
+    request_timeout_s: float = 1.0  # a lease request or heartbeat without an answer by then failed
 
     def __post_init__(self) -> None:
         try:
             self.lease_timing()
         except ValueError as error:
             raise ConfigError(f"cluster: {error}") from error
-        if self.margin_s <= self.fetch_timeout_s:
+        if self.margin_s < MIN_MARGIN_S:
             raise ConfigError(
-                f"cluster.margin_s={self.margin_s} must exceed fetch.total_timeout_s="
-                f"{self.fetch_timeout_s}: a fetch started at the deadline must end before the"
-                " lease can expire"
+                f"cluster.margin_s={self.margin_s} must be at least {MIN_MARGIN_S}: a request"
+                " cut at the local deadline must be off the wire before the lease can expire,"
+                " however late a loaded event loop runs the cut"
             )
         self._check_timeouts()
 
@@ -146,9 +153,11 @@ class OwnershipShell:
         leases: RedisLeases,
         timing: ClusterTiming,
         info: Mapping[str, str] | None = None,
+        cuts: LeaseCuts | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.member_id = member_id
+        self.cuts = cuts or LeaseCuts(monotonic)  # told every move of a local deadline
         self._partitions = partitions
         self._members, self._leases = members, leases
         self._timing = timing
@@ -226,21 +235,28 @@ class OwnershipShell:
     # -- members -------------------------------------------------------------------------------
     async def _follow_members(self) -> None:
         while not self._stopping.is_set():
+            wait_s = self._timing.heartbeat_s
             with contextlib.suppress(*_NO_ANSWER):  # a missed heartbeat is retried next period
-                await self._refresh_members()
-            await _wait(self._stopping, self._timing.heartbeat_s)
+                wait_s = min(wait_s, await self._refresh_members() + EXPIRY_SLACK_S)
+            await _wait(self._stopping, wait_s)
         await self._leave()
 
-    async def _refresh_members(self) -> None:
+    async def _refresh_members(self) -> float:
+        """Heartbeat and follow the member list; returns the seconds until another live
+        member expires unless it heartbeats first, so a silent one is seen gone as soon as
+        it is, not up to a heartbeat period later (its partitions wait for that)."""
         async with asyncio.timeout(self._timing.request_timeout_s):
             ttl_s = self._timing.member_ttl_s
             await self._members.heartbeat(self.member_id, self._info, ttl_s)
-            live = await self._members.live_members()
+            members = await self._members.members()
+        live = [m.member_id for m in members if m.is_live]
         if live and live != self._live:  # empty: our own heartbeat expired at once; wait
             self._live = live
             mine = owned_by(assign(self._partitions, live), self.member_id)
             self.core.assign(mine, self._now())
             self._wake.set()
+        others = [m.expires_in_s for m in members if m.is_live and m.member_id != self.member_id]
+        return min(others, default=float("inf"))
 
     async def _leave(self) -> None:
         # Deregister before handing over: the others compute their new share now and take
@@ -313,8 +329,10 @@ class OwnershipShell:
         )
         if not answered:
             self.core.failed(request, self._now())
+            self._tell_deadline(partition)
             return
         self.core.acquired(request, token, self._now())
+        self._tell_deadline(partition)
         if token is not None and self.core.state(partition) is LeaseState.OWNED:
             self._tokens[partition] = token
             await self._load(partition, token)
@@ -329,6 +347,7 @@ class OwnershipShell:
                 self.core.renewed(request, oks[i], now)
             else:
                 self.core.failed(request, now)
+            self._tell_deadline(request.partition)
         self._wake.set()
 
     async def _renew_or_release(self, request: Renew | Release) -> None:
@@ -347,6 +366,11 @@ class OwnershipShell:
                 self.core.released(request, self._now())
         if not answered:
             self.core.failed(request, self._now())
+        self._tell_deadline(request.partition)
+
+    def _tell_deadline(self, partition: int) -> None:
+        """Requests in flight to the partition's sites end at its deadline as it is now."""
+        self.cuts.deadline(partition, self.core.fetch_until(partition))
 
     # -- callbacks -----------------------------------------------------------------------------
     async def _load(self, partition: int, token: int) -> None:
@@ -363,6 +387,7 @@ class OwnershipShell:
             self._ready.pop(partition, None)
             await self._running_handler().on_handover(partition, token)
         self.core.checkpointed(partition, self._now())
+        self._tell_deadline(partition)
         called_off = self.core.state(partition) is LeaseState.OWNED
         if called_off and token is not None and self._tokens.get(partition) == token:
             await self._load(partition, token)  # assigned back meanwhile: load what we saved

@@ -12,6 +12,8 @@
   node's own partitions included; `publish` sends them with the commit (`CommitPublisher`).
 - `restarted_at(site)`: never None, since another machine may have fetched any site just
   now; the later of the node's start and the partition's take-over.
+- `cut(site)`: a request ends at the partition lease's local deadline unless a renewal
+  moves it (`LeaseCuts`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from trawl.cluster.redis_coord import CoordinatorUnavailable
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from trawl.cluster.lease_cuts import Cut, LeaseCuts
     from trawl.cluster.partition_table import PartitionTable
     from trawl.frontier.ports import LinkRouter
 
@@ -69,9 +72,11 @@ class NodePlacement:
         router: LinkRouter,
         publisher: Publisher,
         ip_slots: IpSlotStore,
+        cuts: LeaseCuts,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._owner = owner
+        self._cuts = cuts
         self._table = table
         self._leases = leases
         self._router = router
@@ -146,3 +151,6 @@ class NodePlacement:
 
     def restarted_at(self, site: str) -> float:
         return self._table.restarted_at(site)
+
+    def cut(self, site: str) -> Cut:
+        return self._cuts.cut(self._table.partition_of(site))

@@ -25,6 +25,7 @@ from trawl.api.serve import serve_api
 from trawl.clock import SystemClock
 from trawl.cluster.cluster_records import ClusterRecords, CommitPublisher
 from trawl.cluster.cluster_scope import ClusterScope
+from trawl.cluster.lease_cuts import LeaseCuts
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import ClusterNode
 from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
@@ -96,7 +97,6 @@ def cluster_timing(settings: Settings) -> ClusterTiming:
         renew_after_s=n.renew_after_s,
         retry_s=n.retry_s,
         request_timeout_s=n.request_timeout_s,
-        fetch_timeout_s=settings.fetch.total_timeout_s,
     )
 
 
@@ -158,6 +158,7 @@ async def _run(
         leases=RedisLeases(client, keys),
         timing=timing,
         info={"version": __version__, "host": socket.gethostname(), "started": str(time.time())},
+        cuts=LeaseCuts(),
     )
     publisher = CommitPublisher(pg, warc=warc, buffers=buffers, links=links)
     placement = _placement(settings, client, keys, node_id, table, shell, buffers, publisher)
@@ -229,6 +230,7 @@ def _placement(
         router=buffers,
         publisher=publisher,
         ip_slots=ip_slots,
+        cuts=shell.cuts,
     )
 
 

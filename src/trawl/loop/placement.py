@@ -17,6 +17,9 @@ its partition's owner. The loop asks the same questions of both:
 - `restarted_at(site)`: since when a site's politeness gap must run afresh because another
   process (an earlier run, a partition's previous owner) may have just made a request;
   None when nobody can have (a fresh data directory).
+- `cut(site)`: the block a request to the site runs in; cluster mode ends it with
+  TimeoutError at the site's partition lease's local deadline (cluster/lease_cuts.py), so
+  no request of ours is on the wire once another machine may own the site.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ import socket
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
+
     from trawl.frontier.ports import LinkRouter
 
 
@@ -56,6 +62,9 @@ class Placement(Protocol):
 
     def restarted_at(self, site: str) -> float | None:
         """When another process may last have fetched `site` (see the module docstring)."""
+
+    def cut(self, site: str) -> AbstractAsyncContextManager[None]:
+        """The block a request to `site` runs in (TimeoutError: cut at a lease deadline)."""
 
 
 class EmbeddedPlacement:
@@ -91,3 +100,24 @@ class EmbeddedPlacement:
 
     def restarted_at(self, site: str) -> float | None:
         return self._resumed_at
+
+    def cut(self, site: str) -> _NoCut:
+        return _NO_CUT
+
+
+class _NoCut:
+    """The embedded default's request block: one machine owns every site for good."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+_NO_CUT = _NoCut()

@@ -349,15 +349,18 @@ class SiteRequests:
             ctx.placement.note_ip_sent(ip)
 
         try:
-            result = await ctx.fetcher.fetch(
-                url,
-                headers=headers,
-                read_any_type=read_any_type,
-                max_body_bytes=max_body_bytes,
-                ip=ip,
-                on_sent=on_sent,
-            )
+            async with ctx.placement.cut(state.site):
+                result = await ctx.fetcher.fetch(
+                    url,
+                    headers=headers,
+                    read_any_type=read_any_type,
+                    max_body_bytes=max_body_bytes,
+                    ip=ip,
+                    on_sent=on_sent,
+                )
             return result
+        except TimeoutError:
+            raise LeaseCut(url) from None
         finally:
             end = ctx.clock.now()
             ctx.ip_gate.release(ip, end, sent=sent)
@@ -415,6 +418,12 @@ class SiteRequests:
 class NotSent(Exception):
     """The request was never sent (cluster mode: the site's partition is moving, or the
     coordinator can't be asked): not an outcome; the URL goes back in line unchanged."""
+
+
+class LeaseCut(NotSent):
+    """Cluster mode: the request was cut at its partition lease's local deadline (the
+    partition may be another machine's from then on). Its site clock ran as for any request,
+    but it is no outcome: the URL goes back in line for whoever owns the site next."""
 
 
 NOT_SENT_WAIT_S = 1.0  # a site whose request could not be sent is looked at again then
