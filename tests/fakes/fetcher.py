@@ -132,12 +132,8 @@ class ScriptedFetcher:
         max_body_bytes: int | None = None,
         ip: str | None = None,
         on_sent: Callable[[], None] | None = None,
-        timeout_s: float | None = None,
     ) -> FetchResult:
         started_at = self.clock.now()
-        bound_s = (
-            self.total_timeout_s if timeout_s is None else min(timeout_s, self.total_timeout_s)
-        )
         target = yarl.URL(url, encoded=True)
         host = target.raw_host or ""
         if ip is None:
@@ -157,9 +153,9 @@ class ScriptedFetcher:
         if on_sent is not None:
             on_sent()
         head = _request_head(target, sent)
-        if kind is None and answer.elapsed_s > bound_s:
+        if kind is None and answer.elapsed_s > self.total_timeout_s:
             kind = "timeout"  # the answer comes after the deadline: cut there
-        await self._take(started_at, min(answer.elapsed_s, bound_s))
+        await self._take(started_at, answer.elapsed_s)
         if kind is not None:
             message = _MESSAGES.get(kind, kind).format(**context)
             return FetchResult.failed(

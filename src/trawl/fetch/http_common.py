@@ -284,7 +284,6 @@ class FetcherBase:
         max_body_bytes: int | None = None,
         ip: str | None = None,
         on_sent: Callable[[], None] | None = None,
-        timeout_s: float | None = None,
     ) -> FetchResult:
         """GET `url` without following redirects; web failures come back as results.
 
@@ -292,7 +291,6 @@ class FetcherBase:
         again); otherwise the host is resolved here. `max_body_bytes` overrides the
         fetcher's raw body cap for this call (robots.txt uses 500 KiB). `on_sent` is called
         once the request head is written to the connection (the per-IP gate's start).
-        `timeout_s` cuts this fetch sooner than `total_timeout_s` when shorter.
         """
         exchange = Exchange(
             url=url,
@@ -307,8 +305,7 @@ class FetcherBase:
         self._fetches += 1
         self._in_flight += 1
         try:
-            bound_s = self.total_timeout_s if timeout_s is None else timeout_s
-            async with asyncio.timeout(min(self.total_timeout_s, bound_s)):
+            async with asyncio.timeout(self.total_timeout_s):
                 await self._exchange(exchange)
         except self._web_failures as exc:
             exchange.error_kind, exchange.error = self._classify(exc)

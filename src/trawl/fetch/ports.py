@@ -30,15 +30,13 @@ class Fetcher(Protocol):
         max_body_bytes: int | None = None,
         ip: str | None = None,
         on_sent: Callable[[], None] | None = None,
-        timeout_s: float | None = None,
     ) -> FetchResult:
         """GET `url` once, never following a redirect; web failures come back as results
         (`status == 0` if and only if `error_kind` is set).
 
         The body is read only for stored types or when `read_any_type`; `max_body_bytes`
         overrides the raw body cap (hit: `truncated=True`); `ip` is an address from an earlier
-        `resolve`; `on_sent` is called once, when the request head goes out; `timeout_s`
-        cuts this fetch sooner than the total timeout when shorter (error kind "timeout").
+        `resolve`; `on_sent` is called once, when the request head goes out.
         """
 
     async def close(self) -> None:
