@@ -45,7 +45,8 @@ class LeaseCuts:
         else:
             self._deadlines[partition] = fetch_until
         for timeout in self._open.get(partition, ()):
-            timeout.reschedule(self._loop_time(fetch_until))
+            if not timeout.expired():  # one already cutting its request is past moving
+                timeout.reschedule(self._loop_time(fetch_until))
 
     def cut(self, partition: int) -> Cut:
         """An async context manager ending its block with TimeoutError at the deadline."""
