@@ -131,6 +131,29 @@ def test_two_members_contend_for_a_lease(redis_server: RedisServer) -> None:
     run(redis_server, body)
 
 
+def test_many_leases_are_acquired_and_renewed_in_one_pipeline_each(
+    redis_server: RedisServer,
+) -> None:
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        leases = RedisLeases(client, keys)
+        assert await leases.acquire(5, "b", 5.0) is not None  # held by another member
+        partitions = list(range(40))  # spread over the cluster's nodes when it is one
+        tokens = await leases.acquire_many(partitions, "a", 5.0)
+        assert [p for p, t in zip(partitions, tokens, strict=True) if t is None] == [5]
+        holders = await leases.holders(partitions)
+        assert [h.member if h else None for h in holders] == [
+            "b" if p == 5 else "a" for p in partitions
+        ]
+        ours = [(p, t) for p, t in zip(partitions, tokens, strict=True) if t is not None]
+        stale = (ours[0][0], ours[0][1] + 1)  # a token we never held
+        assert await leases.renew_many([*ours[1:], stale], 5.0) == [True] * (len(ours) - 1) + [
+            False
+        ]
+        assert await leases.acquire_many([], "a", 5.0) == []
+
+    run(redis_server, body)
+
+
 def test_renew_extends_release_frees_and_tokens_keep_increasing(redis_server: RedisServer) -> None:
     async def body(client: RedisClient, keys: ClusterKeys) -> None:
         leases = RedisLeases(client, keys)

@@ -7,7 +7,8 @@ How this works:
   `partitions.assign` and gives this member's share to the pure core. A second loop asks the
   core what is due (`due(now)`), starts one task per action and sleeps until `next_due_at()`
   or until an answer or a member change wakes it.
-- Every lease request runs in its own task under `asyncio.timeout(request_timeout_s)`, so a
+- What one `due` call returns goes out as one pipeline per kind (acquires, renewals,
+  releases), each in its own task under `asyncio.timeout(request_timeout_s)`, so a
   hung Redis delays nothing else; a timeout is reported as `failed`, and the core stops
   fetching at its local deadline whatever Redis does. When Redis answers again, renewals
   that find our token go on; refused ones make the core acquire again.
@@ -54,14 +55,12 @@ from trawl.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Mapping
 
-    from trawl.cluster.ownership import Action
     from trawl.cluster.redis_leases import RedisLeases
     from trawl.cluster.redis_members import RedisMembers
 
 T = TypeVar("T")
 # No answer in time, or none at all: the request may or may not have been applied.
 _NO_ANSWER = (CoordinatorUnavailable, TimeoutError)
-MAX_IN_FLIGHT = 32  # lease requests per member at once: 1,024 acquires at start-up queue here
 EXPIRY_SLACK_S = 0.05  # look again this long after another member's entry should expire
 MIN_MARGIN_S = 0.5  # see ClusterTiming: the cut's lateness under load, plus clock rates
 
@@ -168,7 +167,6 @@ class OwnershipShell:
         self._tokens: dict[int, int] = {}  # the token of each partition's last won lease
         self._ready: dict[int, int] = {}  # partition → token whose on_acquired has returned
         self._callback_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
@@ -277,12 +275,20 @@ class OwnershipShell:
             self._wake.clear()  # before `due`, so an answer arriving from here on wakes us
             now = self._now()
             actions = self.core.due(now)
+            # One pipeline each for all acquires and all renewals: per-lease round trips
+            # don't scale to 1,024, and renewals must never queue behind acquires.
             renews = [action for action in actions if isinstance(action, Renew)]
-            if renews:  # one pipeline for all: per-lease round trips don't scale to 1,024
+            if renews:
                 self._spawn(self._renew_many(renews))
+            acquires = [action for action in actions if isinstance(action, Acquire)]
+            if acquires:
+                self._spawn(self._acquire_many(acquires))
+            releases = [action for action in actions if isinstance(action, Release)]
+            if releases:
+                self._spawn(self._release_many(releases))
             for action in actions:
-                if not isinstance(action, Renew):
-                    self._spawn(self._perform(action))
+                if isinstance(action, Checkpoint):
+                    self._spawn(self._hand_over(action.partition, action.token))
             wait_s = min(self.core.next_due_at(), self._drain_until or float("inf")) - now
             await _wait(self._wake, wait_s)
 
@@ -304,38 +310,40 @@ class OwnershipShell:
             raise AssertionError("OwnershipShell: a callback outside run()")
         return self._handler
 
-    async def _perform(self, action: Action) -> None:
-        if isinstance(action, Checkpoint):
-            await self._hand_over(action.partition, action.token)
-        elif isinstance(action, Acquire):
-            await self._acquire(action)
-        else:
-            await self._renew_or_release(action)
-        self._wake.set()
-
     async def _request(self, send: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
-        """(answered, answer); the timeout covers the wait for a slot too: `sent_at` is
-        already fixed, so a request that waited too long is as useless as one unanswered."""
+        """(answered, answer). Each kind of request goes out as one pipeline per `due`
+        call (all acquires, all renewals, all releases), so none waits behind another's
+        queue: per-lease round trips don't scale to 1,024, and a renewal stuck behind a
+        thousand acquires would lose its lease."""
         try:
-            async with asyncio.timeout(self._timing.request_timeout_s), self._in_flight:
+            async with asyncio.timeout(self._timing.request_timeout_s):
                 return True, await send()
         except _NO_ANSWER:
             return False, None
 
-    async def _acquire(self, request: Acquire) -> None:
-        partition, ttl_s = request.partition, self._timing.lease_ttl_s
-        answered, token = await self._request(
-            lambda: self._leases.acquire(partition, self.member_id, ttl_s)
+    async def _acquire_many(self, requests: list[Acquire]) -> None:
+        partitions, ttl_s = [r.partition for r in requests], self._timing.lease_ttl_s
+        answered, tokens = await self._request(
+            lambda: self._leases.acquire_many(partitions, self.member_id, ttl_s)
         )
-        if not answered:
-            self.core.failed(request, self._now())
+        now = self._now()
+        for i, request in enumerate(requests):
+            partition = request.partition
+            if not answered or tokens is None:
+                self.core.failed(request, now)
+            else:
+                self.core.acquired(request, tokens[i], now)
             self._tell_deadline(partition)
-            return
-        self.core.acquired(request, token, self._now())
-        self._tell_deadline(partition)
-        if token is not None and self.core.state(partition) is LeaseState.OWNED:
-            self._tokens[partition] = token
-            await self._load(partition, token)
+            token = self._ready_token(partition, tokens[i] if tokens is not None else None)
+            if token is not None:
+                self._tokens[partition] = token
+                self._spawn(self._load(partition, token))
+        self._wake.set()
+
+    def _ready_token(self, partition: int, token: int | None) -> int | None:
+        """The token won, if the partition is ours to load now."""
+        owned = self.core.state(partition) is LeaseState.OWNED
+        return token if owned and token is not None else None
 
     async def _renew_many(self, requests: list[Renew]) -> None:
         ttl_s = self._timing.lease_ttl_s
@@ -350,23 +358,17 @@ class OwnershipShell:
             self._tell_deadline(request.partition)
         self._wake.set()
 
-    async def _renew_or_release(self, request: Renew | Release) -> None:
-        if isinstance(request, Renew):
-            ttl_s = self._timing.lease_ttl_s
-            answered, ok = await self._request(
-                lambda: self._leases.renew(request.partition, request.token, ttl_s)
-            )
+    async def _release_many(self, requests: list[Release]) -> None:
+        leases = [(r.partition, r.token) for r in requests]
+        answered, _ = await self._request(lambda: self._leases.release_many(leases))
+        now = self._now()
+        for request in requests:
             if answered:
-                self.core.renewed(request, bool(ok), self._now())
-        else:
-            answered, _ = await self._request(
-                lambda: self._leases.release(request.partition, request.token)
-            )
-            if answered:
-                self.core.released(request, self._now())
-        if not answered:
-            self.core.failed(request, self._now())
-        self._tell_deadline(request.partition)
+                self.core.released(request, now)
+            else:
+                self.core.failed(request, now)
+            self._tell_deadline(request.partition)
+        self._wake.set()
 
     def _tell_deadline(self, partition: int) -> None:
         """Requests in flight to the partition's sites end at its deadline as it is now."""
@@ -391,6 +393,7 @@ class OwnershipShell:
         called_off = self.core.state(partition) is LeaseState.OWNED
         if called_off and token is not None and self._tokens.get(partition) == token:
             await self._load(partition, token)  # assigned back meanwhile: load what we saved
+        self._wake.set()
 
 
 async def _wait(event: asyncio.Event, timeout_s: float) -> None:
