@@ -8,6 +8,7 @@ import json
 import random
 import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -264,6 +265,33 @@ def test_take_due_keeps_to_the_nodes_partitions(stores: Stores) -> None:
     assert stores.sql("SELECT site, partition FROM pages ORDER BY site") == [
         (f"s{i}.test", i % 4) for i in (0, 1, 2, 3, 4, 5, 6, 7, 9)
     ]
+
+
+def test_a_new_owner_asks_once_for_what_many_partitions_did_since_their_checkpoints(
+    stores: Stores,
+) -> None:
+    node = stores.open(_partition)
+    for i in range(8):  # site s{i} in partition i % 4, fetched at 1000 + i
+        page = replace(_page(f"http://s{i}.test/", site=f"s{i}.test"), last_fetched_at=1000.0 + i)
+        if i in (2, 6):  # a render queued for these, and one that ended for s3
+            page = replace(page, render={"queuedAt": 999.0, "queuedReason": "empty_mount"})
+        if i == 3:
+            page = replace(page, render={"state": "rendered"})
+        node.put_page(page, None)
+    node.commit()
+    since = {0: 0.0, 1: 1004.5, 2: 1000.0, 3: 2000.0}  # partition -> its checkpoint's time
+    fetched = node.fetched_since(since)
+    hashes = {_page(f"http://s{i}.test/").url_hash: i for i in range(8)}
+    assert {p: sorted(hashes[h] for h in found) for p, found in fetched.items()} == {
+        0: [0, 4],
+        1: [5],
+        2: [2, 6],
+    }  # partition 3's pages are older than its checkpoint
+    waiting = node.waiting_renders(since)
+    assert {p: sorted(page.site for page in pages) for p, pages in waiting.items()} == {
+        2: ["s2.test", "s6.test"]
+    }
+    assert node.fetched_since({}) == {}
 
 
 def test_partitions_need_a_partition_function(stores: Stores) -> None:

@@ -68,11 +68,11 @@ class Publisher:
         self.published: set[str] = set()
         self.during: Callable[[], Awaitable[None]] | None = None
 
-    def fetched_since(self, partition: int, since: float) -> list[str]:
-        return sorted(self.published)
+    def fetched_since(self, since: dict[int, float]) -> dict[int, list[str]]:
+        return {partition: sorted(self.published) for partition in since}
 
-    def waiting_renders(self, partition: int, since: float) -> list[object]:
-        return []  # no page here is built by JavaScript
+    def waiting_renders(self, since: dict[int, float]) -> dict[int, list[object]]:
+        return {}  # no page here is built by JavaScript
 
     async def publish(self) -> None:
         await self.publish_with(lambda: None)

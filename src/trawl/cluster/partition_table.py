@@ -162,6 +162,11 @@ class PartitionTable:
                     break
         return due
 
+    def checkpointed_at(self, partition: int) -> float:
+        """When the partition's last checkpoint was written (or it was loaded), wall clock;
+        0 for one never loaded here."""
+        return self._checkpointed_at.get(partition, 0.0)
+
     def changed(self) -> set[int]:
         """Loaded partitions whose stream moved since their last checkpoint."""
         return set(self._changed)

@@ -106,9 +106,11 @@ class NodePlacement:
         """Partitions loaded here and fetchable now (whose due pages this node takes)."""
         return {p for p in self._table.loaded() if self._leases.may_fetch(p)}
 
-    async def take_ip_slot(self, ip: str) -> bool:
+    async def take_ip_slot(self, ip: str, stop: asyncio.Event | None = None) -> bool:
         try:
             while (wait_s := await self._ip_slots.try_acquire(ip)) is not None:
+                if stop is not None and stop.is_set():
+                    return False  # a stopping node sends nothing new: hand-overs wait for it
                 await self._sleep(max(wait_s, MIN_POLL_S))  # the slot is in Redis: poll it
         except CoordinatorUnavailable as exc:
             log.warning("per-IP slot on %s: %s", ip, exc)

@@ -28,6 +28,7 @@ import socket
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
@@ -46,9 +47,9 @@ class Placement(Protocol):
     def may_fetch(self, site: str) -> bool:
         """True while this process may send requests to `site`."""
 
-    async def take_ip_slot(self, ip: str) -> bool:
+    async def take_ip_slot(self, ip: str, stop: asyncio.Event | None = None) -> bool:
         """Wait for the cross-machine slot on `ip`; False: no request now (the coordinator
-        can't be asked); the URL goes back in line, unsent."""
+        can't be asked, or `stop` was set meanwhile); the URL goes back in line, unsent."""
 
     def note_ip_sent(self, ip: str) -> None:
         """The request holding the slot on `ip` has just been sent (never raises, never
@@ -86,7 +87,7 @@ class EmbeddedPlacement:
     def may_fetch(self, site: str) -> bool:
         return True
 
-    async def take_ip_slot(self, ip: str) -> bool:
+    async def take_ip_slot(self, ip: str, stop: asyncio.Event | None = None) -> bool:
         return True
 
     def note_ip_sent(self, ip: str) -> None:

@@ -47,7 +47,7 @@ from trawl.store.postgres_db import first_line
 from trawl.store.records_sqlite import DuePage, events_from_rows, loads_record, page_from_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
     from trawl.model import PageFetchedEvent, PageRecord
 
@@ -378,25 +378,36 @@ class PostgresRecords:
             out.update((h, float(at)) for h, at in rows)
         return out
 
-    def fetched_since(self, partition: int, since: float) -> list[str]:
-        """urlHashes of the partition's pages fetched at or after `since` (committed ones):
-        what a partition's new owner must count as seen beyond its checkpoint."""
+    def fetched_since(self, since: Mapping[int, float]) -> dict[int, list[str]]:
+        """urlHashes of each partition's pages fetched at or after its `since` time
+        (committed ones), in one query: what partitions' new owner must count as seen
+        beyond their checkpoints."""
         rows = self._query(
-            "SELECT url_hash FROM pages WHERE partition = %s AND last_fetched_at >= %s",
-            (partition, since),
+            "SELECT p.partition, p.url_hash FROM pages p"
+            " JOIN unnest(%s::int[], %s::float8[]) AS s(partition, since)"
+            " ON p.partition = s.partition AND p.last_fetched_at >= s.since",
+            (list(since), list(since.values())),
         )
-        return [h for (h,) in rows]
+        out: dict[int, list[str]] = {}
+        for partition, url_hash in rows:
+            out.setdefault(partition, []).append(url_hash)
+        return out
 
-    def waiting_renders(self, partition: int, since: float) -> list[PageRecord]:
-        """The partition's pages fetched at or after `since` whose record says a render was
-        queued and has not ended (issue 18: what a partition's new owner re-queues beyond
-        its checkpoint)."""
+    def waiting_renders(self, since: Mapping[int, float]) -> dict[int, list[PageRecord]]:
+        """Each partition's pages fetched at or after its `since` whose record says a
+        render was queued and has not ended (issue 18: what a partition's new owner
+        re-queues beyond its checkpoint), in one query."""
         rows = self._query(
-            "SELECT record::text FROM pages WHERE partition = %s AND last_fetched_at >= %s"
-            " AND record->'render' ? 'queuedAt'",
-            (partition, since),
+            "SELECT p.partition, p.record::text FROM pages p"
+            " JOIN unnest(%s::int[], %s::float8[]) AS s(partition, since)"
+            " ON p.partition = s.partition AND p.last_fetched_at >= s.since"
+            " WHERE p.record->'render' ? 'queuedAt'",
+            (list(since), list(since.values())),
         )
-        return [page_from_json(loads_record(text, "page record")) for (text,) in rows]
+        out: dict[int, list[PageRecord]] = {}
+        for partition, text in rows:
+            out.setdefault(partition, []).append(page_from_json(loads_record(text, "page record")))
+        return out
 
     def make_due(self, url_hashes: list[str], at: float) -> int:
         """Bring the refetch of waiting pages forward to `at` (a sitemap's lastmod said so)."""
