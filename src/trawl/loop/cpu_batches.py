@@ -50,6 +50,8 @@ class BatchedWorkers(Generic[In, Out]):
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[list[Out | BaseException]]] = set()  # strong refs
         self.batches = 0
+        self.pending = 0  # items given to `run` whose result has not been handed back
+        self._room: list[tuple[int, asyncio.Future[None]]] = []  # `wait_below` callers
 
     async def run(self, item: In) -> Out:
         loop = asyncio.get_running_loop()
@@ -60,7 +62,33 @@ class BatchedWorkers(Generic[In, Out]):
             self._flush()
         elif self._timer is None:
             self._timer = loop.call_later(self._max_wait_s, self._flush)
-        return await future
+        self.pending += 1
+        try:
+            return await future
+        finally:
+            self.pending -= 1
+            if self._room and self._room[0][0] > self.pending:
+                self._wake_room()
+
+    async def wait_below(self, limit: int) -> None:
+        """Until fewer than `limit` items are pending: what admits new work that would
+        only wait here (a page fetched now and worked out seconds later is stale)."""
+        if self.pending < limit:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._room.append((limit, waiter))
+        await waiter
+
+    def _wake_room(self) -> None:
+        keep = []
+        for limit, waiter in self._room:
+            if waiter.done():
+                continue
+            if self.pending < limit:
+                waiter.set_result(None)
+            else:
+                keep.append((limit, waiter))
+        self._room = keep
 
     def _flush(self) -> None:
         if self._timer is not None:

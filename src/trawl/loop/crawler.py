@@ -25,6 +25,13 @@ if TYPE_CHECKING:
     from trawl.model import CrawlUrl, PageRecord
 
 
+# Pages fetched and waiting for the worker processes at most before a new turn starts: at
+# 200-400 pages/s a few tenths of a second of work. Without it a CPU-bound crawl fills every
+# turn with pages waiting seconds to be worked out (stale by then, and a node's stop waits
+# for them all before it can hand its partitions over).
+PAGE_BACKLOG = 128
+
+
 class Crawler:
     """`watch_lag=False` for a virtual clock: the lag watch sleeps on real time."""
 
@@ -59,6 +66,7 @@ class Crawler:
                 tasks.create_task(lag.watch(self.ctx.stats.loop_lag, run.stopped))
             while not run.should_stop():
                 await self._admission.wait(run.should_stop)
+                await self.ctx.page_workers.wait_below(PAGE_BACKLOG)
                 await self._turns.acquire()
                 self.ctx.inbox.drain()
                 turn = run.take_site()
