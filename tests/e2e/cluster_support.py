@@ -124,7 +124,7 @@ class Cluster:
 @contextlib.contextmanager
 def running_cluster(
     tmp: Path, web: TestWebProcess, redis: RedisServer, s3: S3Server, dsn: str,
-    partitions: int = 64,
+    partitions: int = 64, node_config: str = NODE_CONFIG,
 ) -> Iterator[Cluster]:  # fmt: skip
     name = f"t{uuid.uuid4().hex[:8]}"
     cluster_file = tmp / "cluster.toml"
@@ -138,7 +138,7 @@ def running_cluster(
         f"partitions = {partitions}\n"
     )
     config = tmp / "node.toml"
-    config.write_text(NODE_CONFIG)
+    config.write_text(node_config)
     env = dict(os.environ)
     env["AWS_ACCESS_KEY_ID"] = s3.access_key_id
     env["AWS_SECRET_ACCESS_KEY"] = s3.secret_access_key
