@@ -62,6 +62,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_ENTRIES = 64  # stream entries per partition per read (each a batch of links)
+READ_BUDGET = 1024  # stream entries per read over all partitions (at least MIN_READ_ENTRIES each)
+MIN_READ_ENTRIES = 2
+YIELD_LINKS = 2000  # links queued between two yields to the event loop
+TAKE_OVER_YIELD = 16  # partitions loaded between two yields to the event loop
 IDLE_READ_S = 0.2  # how long the consumer waits when no stream had anything new
 KEEP_CHECKPOINTS = 2  # per partition; older ones are deleted after a new one is written
 CHECKPOINT_BATCH = 64  # partitions checkpointed per second at most (one publish each batch)
@@ -131,13 +135,14 @@ class ClusterNode:
     async def _take_over(self, tokens: dict[int, int]) -> None:
         """Load partitions won together: one checkpoint listing, one PostgreSQL query each
         for the pages fetched and the renders queued since, one commit."""
-        for partition in tokens:
-            if self.table.is_loaded(partition):
-                # Lost (a renewal failed) and won again: the gate has stopped new turns;
-                # let the running ones end, then rebuild from the shared state like any
-                # new owner.
-                await self._wait_turns_done({partition})
-                self._forget(partition, self._sites_by_partition().get(partition, []))
+        again = {p for p in tokens if self.table.is_loaded(p)}
+        if again:
+            # Lost (a renewal failed) and won again: the gate has stopped new turns; let
+            # the running ones end, then rebuild from the shared state like any new owner.
+            await self._wait_turns_done(again)
+            sites = self._sites_by_partition()
+            for partition in again:
+                self._forget(partition, sites.get(partition, []))
         # A scope change its checkpoint covers is off the stream now: read the record.
         await self.scope.sync_or_retry_later()
         checkpoints = await self._latest_checkpoints(list(tokens))
@@ -146,9 +151,12 @@ class ClusterNode:
             for p in tokens
         }
         pg = self.publisher.pg
+        # On the loop: the connection's batch transactions are the loop's too.
         fetched = pg.fetched_since(since)
         marked = pg.waiting_renders(since) if self.ctx.render is not None else {}
-        for partition, token in tokens.items():
+        for i, (partition, token) in enumerate(tokens.items()):
+            if i % TAKE_OVER_YIELD == TAKE_OVER_YIELD - 1:
+                await asyncio.sleep(0)  # lease renewals and fetch deadlines run between
             checkpoint = checkpoints.get(partition)
             rows: tuple[QueuedRow, ...] = ()
             renders: tuple[RenderItem, ...] = ()
@@ -454,13 +462,21 @@ class ClusterNode:
         snapshot = self.table.begin_read()
         if not snapshot.positions:
             return 0
-        batches = await self.links.read_many(snapshot.positions, READ_ENTRIES)
+        # A few entries a partition when many are behind (a take-over replaying a thousand
+        # streams): one read's work stays a few ms on the loop, whose lease renewals and
+        # fetch deadlines wait behind it.
+        count = max(MIN_READ_ENTRIES, min(READ_ENTRIES, READ_BUDGET // len(snapshot.positions)))
+        batches = await self.links.read_many(snapshot.positions, count)
         if self._names_unknown_seed(batches):  # given at another node's start: learn its scope
             await self.scope.sync_or_retry_later()
-        read = 0
+        read = since_yield = 0
         for partition, entries in batches.items():
+            if since_yield >= YIELD_LINKS:
+                since_yield = 0
+                await asyncio.sleep(0)  # the loop's timers and answers run between
             if not entries or not self.table.is_current(snapshot, partition):
-                continue  # forgotten or taken over afresh while we read
+                continue  # forgotten or taken over afresh while we read (or yielded)
+            since_yield += sum(len(entry.links) for entry in entries)
             for entry in entries:
                 if entry.control is not None:
                     self._apply(entry.control, entry.entry_id)
