@@ -41,14 +41,14 @@ def fetched_pages(web: TestWebProcess) -> Counter[tuple[str, str]]:
     return Counter((r.host, r.path) for r in web.requests() if r.path not in ROBOTS_PATHS)
 
 
-def owners(cluster: Cluster, redis: RedisServer) -> list[str | None]:
+def owners(cluster: Cluster, redis: RedisServer, partitions: int = PARTITIONS) -> list[str | None]:
     """The member holding each partition's lease now (None: nobody)."""
 
     async def read() -> list[str | None]:
         client = await connect(redis.url)
         try:
             name = cluster.file.read_text().split('name = "')[1].split('"')[0]
-            holders = await RedisLeases(client, ClusterKeys(name)).holders(range(PARTITIONS))
+            holders = await RedisLeases(client, ClusterKeys(name)).holders(range(partitions))
             return [None if h is None else h.member for h in holders]
         finally:
             await client.aclose()

@@ -6,18 +6,20 @@ Redis, PostgreSQL and S3 servers; the test web's request log is the judge.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 from tests.e2e.cluster_support import Cluster, running_cluster
-from tests.e2e.test_cluster_crawl import check_complete, fetched_pages, wait_for_every_page
+from tests.e2e.test_cluster_crawl import (
+    check_complete,
+    fetched_pages,
+    owners,
+    wait_for_every_page,
+)
 
 from trawl.cluster.partitions import assign, owned_by, partition_of
-from trawl.cluster.redis_coord import ClusterKeys, connect
-from trawl.cluster.redis_leases import RedisLeases
 from trawl.testweb.process import TestWebProcess
 from trawl.urls.registered_domain import registered_domain
 
@@ -44,16 +46,7 @@ def web(tmp_path: Path) -> Iterator[TestWebProcess]:
 
 
 def holders(cluster: Cluster, redis: RedisServer) -> list[str | None]:
-    async def read() -> list[str | None]:
-        client = await connect(redis.url)
-        try:
-            name = cluster.file.read_text().split('name = "')[1].split('"')[0]
-            found = await RedisLeases(client, ClusterKeys(name)).holders(range(PARTITIONS))
-            return [None if h is None else h.member for h in found]
-        finally:
-            await client.aclose()
-
-    return asyncio.run(read())
+    return owners(cluster, redis, PARTITIONS)
 
 
 def first_requests_after(web: TestWebProcess, sites: set[str], after: float) -> dict[str, float]:

@@ -382,14 +382,8 @@ class PostgresRecords:
         """urlHashes of each partition's pages fetched at or after its `since` time
         (committed ones), in one query: what partitions' new owner must count as seen
         beyond their checkpoints."""
-        rows = self._query(
-            "SELECT p.partition, p.url_hash FROM pages p"
-            " JOIN unnest(%s::int[], %s::float8[]) AS s(partition, since)"
-            " ON p.partition = s.partition AND p.last_fetched_at >= s.since",
-            (list(since), list(since.values())),
-        )
         out: dict[int, list[str]] = {}
-        for partition, url_hash in rows:
+        for partition, url_hash in self._fetched_since("p.url_hash", "", since):
             out.setdefault(partition, []).append(url_hash)
         return out
 
@@ -397,17 +391,22 @@ class PostgresRecords:
         """Each partition's pages fetched at or after its `since` whose record says a
         render was queued and has not ended (issue 18: what a partition's new owner
         re-queues beyond its checkpoint), in one query."""
-        rows = self._query(
-            "SELECT p.partition, p.record::text FROM pages p"
-            " JOIN unnest(%s::int[], %s::float8[]) AS s(partition, since)"
-            " ON p.partition = s.partition AND p.last_fetched_at >= s.since"
-            " WHERE p.record->'render' ? 'queuedAt'",
-            (list(since), list(since.values())),
-        )
         out: dict[int, list[PageRecord]] = {}
-        for partition, text in rows:
+        where = " WHERE p.record->'render' ? 'queuedAt'"
+        for partition, text in self._fetched_since("p.record::text", where, since):
             out.setdefault(partition, []).append(page_from_json(loads_record(text, "page record")))
         return out
+
+    def _fetched_since(
+        self, column: str, where: str, since: Mapping[int, float]
+    ) -> list[tuple[Any, ...]]:
+        """(partition, `column`) of each partition's pages fetched at or after its time."""
+        return self._query(
+            f"SELECT p.partition, {column} FROM pages p"
+            " JOIN unnest(%s::int[], %s::float8[]) AS s(partition, since)"
+            f" ON p.partition = s.partition AND p.last_fetched_at >= s.since{where}",
+            (list(since), list(since.values())),
+        )
 
     def make_due(self, url_hashes: list[str], at: float) -> int:
         """Bring the refetch of waiting pages forward to `at` (a sitemap's lastmod said so)."""
