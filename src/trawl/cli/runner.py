@@ -77,7 +77,7 @@ async def run_crawl(
                 f"trawl: crawling into {data_dir} from {n} seed{'' if n == 1 else 's'};"
                 f" {ctx.scope.summary()}\n"
             )
-            with stop_on_signals(ctx.run.request_stop):
+            with stop_on_signals(ctx.run.interrupt):
                 progress = asyncio.create_task(report_progress(ctx, out, is_tty=is_tty))
                 api = asyncio.create_task(serve(ctx)) if serve is not None else None
                 started = time.monotonic()

@@ -258,7 +258,7 @@ async def _crawl(
     def stop() -> None:
         nonlocal stop_at
         stop_at = time.monotonic()
-        ctx.run.request_stop()
+        ctx.run.interrupt()
 
     with stop_on_signals(stop):
         async with asyncio.TaskGroup() as tasks:

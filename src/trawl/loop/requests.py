@@ -323,15 +323,15 @@ class SiteRequests:
         while (retry_at := ctx.ip_gate.try_acquire(ip, ctx.clock.now())) is not None:
             ctx.stats.note_wait("ip_gate", retry_at - ctx.clock.now())
             await ctx.clock.sleep_until(retry_at)
-            if ctx.run.stopping:
-                # A stop lets requests on the wire finish and sends no new one: a node
-                # handing its partitions over waits for these turns, which a busy IP may
-                # hold for long. No IP slot is held here.
+            if ctx.run.interrupted:
+                # An interrupt lets requests on the wire finish and sends no new one: a
+                # node handing its partitions over waits for these turns, which a busy IP
+                # may hold for long. No IP slot is held here.
                 state.clock.hold_until(ctx.clock.now() + NOT_SENT_WAIT_S)
                 raise NotSent(url)
         excluded = in_scope_only and ctx.scope.current.is_excluded(url)
         try:
-            admitted = not excluded and not ctx.run.stopping
+            admitted = not excluded and not ctx.run.interrupted
             admitted = admitted and await self._placement_admits(state.site, ip)
         except BaseException:
             # Cancelled while waiting for the cluster's slot: an unsent slot kept would
@@ -411,12 +411,12 @@ class SiteRequests:
         ctx = self.ctx
         placement = ctx.placement
         waited_from = ctx.clock.now()
-        if not await placement.take_ip_slot(ip, ctx.run.stopped):
+        if not await placement.take_ip_slot(ip, ctx.run.interrupted_event):
             return False
         waited_s = ctx.clock.now() - waited_from
         if waited_s > 0:
             ctx.stats.note_wait("cluster_ip_gate", waited_s)
-        if not placement.may_fetch(site) or ctx.run.stopping:
+        if not placement.may_fetch(site) or ctx.run.interrupted:
             await placement.give_ip_slot(ip)
             return False
         return True

@@ -59,9 +59,11 @@ class RunState:
         # one-shot crawl is not finished while any waits.
         self.renders_waiting = 0
         self.stopping = False
+        self.interrupted = False  # a signal's stop: requests not yet sent are not sent
         self.blocked: set[str] = set()
         self.working: Counter[str] = Counter()
         self._stop_event = asyncio.Event()
+        self._interrupt_event = asyncio.Event()
 
     # -- holding sites ------------------------------------------------------------------
     def take_site(self) -> tuple[str, Line] | None:
@@ -166,9 +168,24 @@ class RunState:
         return self._frontier.queued() == waiting
 
     def request_stop(self) -> None:
-        """Stop handing out work; turns in flight finish (SIGINT/SIGTERM, limits)."""
+        """Stop handing out work; turns in flight finish (limits, the end of a crawl)."""
         self.stopping = True
         self._stop_event.set()
+
+    def interrupt(self) -> None:
+        """A stop asked for by a signal (SIGINT/SIGTERM): as `request_stop`, and turns
+        still waiting to send their request (an IP's gap, the cluster's IP slot) give it up,
+        their URL back in line, so the stop, and a node's hand-over, wait only for requests
+        on the wire and pages being worked out. A limit's stop lets them finish: a crawl
+        asked for N pages gets N."""
+        self.interrupted = True
+        self._interrupt_event.set()
+        self.request_stop()
+
+    @property
+    def interrupted_event(self) -> asyncio.Event:
+        """Set by `interrupt`."""
+        return self._interrupt_event
 
     @property
     def stopped(self) -> asyncio.Event:
