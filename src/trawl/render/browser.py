@@ -27,16 +27,11 @@ ended for `QUIET_S` (blocked ones included: a page that retries a websocket or p
 cannot run on a fake clock). A page that never settles gives its DOM at the cap, `TIMEOUT`.
 A subresource still being fetched when the render ends is cancelled and not reported.
 
-Priority: the browser runs below the crawl loop (render.chromium's niced launcher): the
-plain crawl's loop gets the CPU first, and renders take what is left.
-
-Recycling: the browser is closed and a new one launched after `recycle_after_pages` renders,
-or once its process tree's memory passes `max_rss_mb`: the tree under the process launched
-with this renderer's marker switch, read from /proc after each render. Summed VmRSS counts
-shared pages in every process (a fresh browser's ten processes sum to ~600 MB of VmRSS but
-~290 MB of PSS), so the bound is checked on PSS once VmRSS passes it. A browser being
-recycled finishes its renders while new ones start on its successor. A browser that dies
-under a render makes that render `FAILED`, and the next render launches a new one.
+The browser's life (render.launches): it runs below the crawl loop (a niced launcher: the
+plain crawl's loop gets the CPU first, and renders take what is left), writes its profile
+to tmpfs, and is recycled after `recycle_after_pages` renders or past `max_rss_mb`. A
+browser that dies under a render makes that render `FAILED`, and the next render launches
+a new one.
 """
 
 from __future__ import annotations
@@ -45,20 +40,15 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import shutil
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
-from playwright.async_api import async_playwright
 
-from trawl.errors import ConfigError, UsageError
-from trawl.render.chromium import find_chromium, write_niced_launcher
+from trawl.render.chromium import find_chromium
+from trawl.render.launches import Launch, Launches
 from trawl.render.ports import (
     FetchedSubresource,
     RendererStats,
@@ -68,13 +58,6 @@ from trawl.render.ports import (
     SubresourceAnswer,
     SubresourceFetch,
 )
-from trawl.render.process_tree import (
-    find_process,
-    process_tree,
-    tree_cpu_s,
-    tree_pss_bytes,
-    tree_rss_bytes,
-)
 from trawl.render.request_rule import Verdict, request_verdict
 from trawl.render.subresource_cache import SubresourceCache
 
@@ -82,10 +65,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from playwright.async_api import (
-        Browser,
         BrowserContext,
         Page,
-        Playwright,
         Request,
         Route,
         ViewportSize,
@@ -97,41 +78,11 @@ __all__ = ["ChromiumRenderer"]
 QUIET_S = 0.5  # no routed request started or ended for this long: the page has settled
 CONTENT_GRACE_S = 3.0  # serialising the DOM after the cap; a page busy in a loop fails
 CLOSE_GRACE_S = 5.0  # closing a render's context; longer means the browser is stuck
-LAUNCH_TIMEOUT_S = 30.0
-MARKER_SWITCH = "--trawl-render"  # Chromium ignores switches it does not know
 CACHED_TYPES = frozenset({"script", "stylesheet"})  # and a page needs them: refused is CUT
 # Not passed to the browser with a decoded body (the fetcher already undid them).
 _DROPPED_HEADERS = frozenset(
     {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
 )
-_CHROMIUM_ARGS = (
-    "--disable-gpu",
-    "--disable-dev-shm-usage",  # containers give /dev/shm 64 MB; renderers crash past it
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--mute-audio",
-    # The second wall (see the module's docstring): nothing resolves, everything else
-    # (loopback included, which bypasses proxies by default) goes to the discard port.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--proxy-server=http://127.0.0.1:9",
-    "--proxy-bypass-list=<-loopback>",
-)
-
-
-@dataclass(slots=True, eq=False)
-class _Launch:
-    """One launched browser. Written by the renderer's tasks on its event loop only."""
-
-    browser: Browser
-    marker: str  # the value of MARKER_SWITCH this browser was started with
-    pages: int = 0  # renders started on it
-    active: int = 0  # renders running on it now
-    retiring: bool = False  # no new render starts on it; closed when `active` drops to 0
-    closed_by_us: bool = False
-    root_pid: int | None = None  # found in /proc on the first memory check
 
 
 @dataclass(slots=True, eq=False)
@@ -187,73 +138,43 @@ class ChromiumRenderer:
         viewport: tuple[int, int] = (1280, 800),
         sandbox: bool | None = None,
     ) -> None:
-        if recycle_after_pages < 1:
-            raise ConfigError(
-                f"render: recycle_after_pages must be >= 1, got {recycle_after_pages}"
-            )
-        if max_rss_mb < 1:
-            raise ConfigError(f"render: max_rss_mb must be >= 1, got {max_rss_mb}")
         self.executable = find_chromium(executable)
+        self._browsers = Launches(
+            executable=self.executable,
+            recycle_after_pages=recycle_after_pages,
+            max_rss_mb=max_rss_mb,
+            sandbox=os.geteuid() != 0 if sandbox is None else sandbox,
+        )
         self._user_agent = user_agent
         self._cache = SubresourceCache() if cache is None else cache
-        self._recycle_after_pages = recycle_after_pages
-        self._max_rss_bytes = max_rss_mb * 1_000_000
         self._viewport: ViewportSize = {"width": viewport[0], "height": viewport[1]}
-        self._sandbox = os.geteuid() != 0 if sandbox is None else sandbox
-        self._lock = asyncio.Lock()  # one launch at a time
-        self._playwright: Playwright | None = None
-        self._launcher: Path | None = None  # the niced launcher script (render.chromium)
-        self._current: _Launch | None = None
-        self._live: set[_Launch] = set()  # launched and not closed yet
-        self._closed = False
         self._counts = {state: 0 for state in RenderState}
         self._active = 0
-        self._launches = 0
-        self._crashes = 0
         self._requests = [0, 0, 0, 0]  # fetched, blocked, cached, bytes
-        self._rss_bytes = 0
 
     async def render(self, job: RenderJob, fetch: SubresourceFetch) -> RenderResult:
         """See Renderer.render. Raises UsageError after close(), ConfigError when Chromium
         does not start, and what `fetch` raises."""
-        launch = await self._launch_for_render()
-        launch.active += 1
-        launch.pages += 1
-        if launch.pages >= self._recycle_after_pages:
-            launch.retiring = True
+        launch = await self._browsers.start_render()
         self._active += 1
         try:
-            cpu_before = await asyncio.to_thread(self._tree_cpu_s, launch)
+            cpu_before = await self._browsers.cpu_s(launch)
             result = await self._render_on(launch, job, fetch)
-            cpu_s = await asyncio.to_thread(self._tree_cpu_s, launch) - cpu_before
+            cpu_s = await self._browsers.cpu_s(launch) - cpu_before
             result = dataclasses.replace(result, cpu_s=max(0.0, cpu_s))
         finally:
             self._active -= 1
-            launch.active -= 1
-            await self._after_render(launch)
+            await self._browsers.end_render(launch)
         self._count(result)
         return result
 
     async def browser_processes(self) -> tuple[int, ...]:
         """The process ids of the running browser's tree (empty when none runs); for the
         memory bound and for benchmarks that add up its CPU time."""
-        launch = self._current
-        if launch is None or not launch.browser.is_connected():
-            return ()
-        return tuple(await asyncio.to_thread(self._tree_of, launch))
+        return await self._browsers.processes()
 
     async def close(self) -> None:
-        self._closed = True
-        async with self._lock:
-            for launch in list(self._live):
-                await self._close_browser(launch)
-            self._current = None
-            if self._playwright is not None:
-                await self._playwright.stop()
-                self._playwright = None
-            if self._launcher is not None:
-                shutil.rmtree(self._launcher.parent, ignore_errors=True)
-                self._launcher = None
+        await self._browsers.close()
 
     def stats(self) -> RendererStats:
         cache = self._cache.stats()
@@ -265,13 +186,13 @@ class ChromiumRenderer:
             cut=self._counts[RenderState.CUT],
             failed=self._counts[RenderState.FAILED],
             active=self._active,
-            launches=self._launches,
-            crashes=self._crashes,
+            launches=self._browsers.launched,
+            crashes=self._browsers.crashes,
             requests_fetched=fetched,
             requests_blocked=blocked,
             requests_cached=cached,
             bytes_fetched=bytes_fetched,
-            rss_bytes=self._rss_bytes,
+            rss_bytes=self._browsers.rss_bytes,
             cache_entries=cache.entries,
             cache_bytes=cache.bytes,
         )
@@ -282,101 +203,13 @@ class ChromiumRenderer:
             f"<ChromiumRenderer renders={s.renders} done={s.done} timeout={s.timed_out}"
             f" cut={s.cut} failed={s.failed} active={s.active} launches={s.launches}"
             f" crashes={s.crashes} rss_mb={s.rss_bytes // 1_000_000}"
-            f" cache={s.cache_entries}/{s.cache_bytes}B closed={self._closed}>"
+            f" cache={s.cache_entries}/{s.cache_bytes}B closed={self._browsers.closed}>"
         )
-
-    # -- the browser's life --------------------------------------------------------------
-
-    async def _launch_for_render(self) -> _Launch:
-        async with self._lock:
-            if self._closed:
-                raise UsageError("render: ChromiumRenderer.render() called after close()")
-            current = self._current
-            if current is not None and not current.retiring and current.browser.is_connected():
-                return current
-            if current is not None:
-                current.retiring = True
-                if current.active == 0:
-                    await self._close_browser(current)
-            self._current = await self._launch()
-            return self._current
-
-    async def _launch(self) -> _Launch:
-        if self._playwright is None:
-            self._playwright = await async_playwright().start()
-        if self._launcher is None:  # once: a recycled browser starts through it again
-            directory = Path(tempfile.mkdtemp(prefix="trawl-chromium-"))
-            self._launcher = write_niced_launcher(self.executable, directory)
-        marker = uuid.uuid4().hex
-        try:
-            browser = await self._playwright.chromium.launch(
-                executable_path=str(self._launcher),
-                headless=True,
-                chromium_sandbox=self._sandbox,
-                args=[f"{MARKER_SWITCH}={marker}", *_CHROMIUM_ARGS],
-                timeout=LAUNCH_TIMEOUT_S * 1000,
-                # The crawl's process owns its signals; close() stops the browser.
-                handle_sigint=False,
-                handle_sigterm=False,
-                handle_sighup=False,
-            )
-        except PlaywrightError as exc:
-            hint = " (its sandbox was on: without user namespaces, pass sandbox=False)"
-            raise ConfigError(
-                f"render: Chromium {self.executable!r} did not start: {_first_line(exc)}"
-                + (hint if self._sandbox else "")
-            ) from None
-        launch = _Launch(browser, marker)
-        browser.on("disconnected", lambda _: self._on_disconnected(launch))
-        self._launches += 1
-        self._live.add(launch)
-        return launch
-
-    def _on_disconnected(self, launch: _Launch) -> None:
-        launch.retiring = True
-        if not launch.closed_by_us:
-            self._crashes += 1
-
-    async def _after_render(self, launch: _Launch) -> None:
-        if not launch.retiring and launch.browser.is_connected():
-            launch.retiring = await asyncio.to_thread(self._is_over_memory, launch)
-        if launch.retiring and launch.active == 0:
-            await self._close_browser(launch)
-
-    def _is_over_memory(self, launch: _Launch) -> bool:
-        """Summed VmRSS first (0.5 ms): it overstates, as shared pages count in every
-        process, but never understates; only past the bound is the real share read (PSS,
-        ~25 ms for a browser's ten processes)."""
-        tree = self._tree_of(launch)
-        self._rss_bytes = tree_rss_bytes(tree)
-        return self._rss_bytes > self._max_rss_bytes and tree_pss_bytes(tree) > self._max_rss_bytes
-
-    def _tree_cpu_s(self, launch: _Launch) -> float:
-        """The browser's CPU-seconds so far (reaped renderers included); 0 once it is gone."""
-        return tree_cpu_s(self._tree_of(launch)) if launch.browser.is_connected() else 0.0
-
-    def _tree_of(self, launch: _Launch) -> list[int]:
-        """The browser's process tree, from /proc (the root found once, by its marker)."""
-        if launch.root_pid is None:
-            launch.root_pid = find_process(f"{MARKER_SWITCH}={launch.marker}")
-        return [] if launch.root_pid is None else process_tree(launch.root_pid)
-
-    async def _close_browser(self, launch: _Launch) -> None:
-        if launch not in self._live:
-            return
-        self._live.discard(launch)
-        launch.retiring = True
-        launch.closed_by_us = launch.browser.is_connected()
-        if self._current is launch:
-            self._current = None
-            self._rss_bytes = 0
-        with contextlib.suppress(PlaywrightError):  # it died on its own: nothing to close
-            await launch.browser.close()
 
     # -- one render --------------------------------------------------------------------------
 
     async def _render_on(
-        self, launch: _Launch, job: RenderJob, fetch: SubresourceFetch
+        self, launch: Launch, job: RenderJob, fetch: SubresourceFetch
     ) -> RenderResult:
         started = time.monotonic()
         deadline = started + job.timeout_s
@@ -457,12 +290,12 @@ class ChromiumRenderer:
             return html, RenderState.CUT, run.cut
         return html, state, message
 
-    async def _close_context(self, launch: _Launch, context: BrowserContext) -> None:
+    async def _close_context(self, launch: Launch, context: BrowserContext) -> None:
         try:
             async with asyncio.timeout(CLOSE_GRACE_S):
                 await context.close()
         except TimeoutError:
-            launch.retiring = True  # a browser that cannot close a context is stuck
+            self._browsers.retire(launch)  # a browser that cannot close a context is stuck
         except PlaywrightError:
             pass  # the browser is gone: _render_on reports it
 
