@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_ENTRIES = 64  # stream entries per partition per read (each a batch of links)
-READ_BUDGET = 1024  # stream entries per read over all partitions (at least MIN_READ_ENTRIES each)
+READ_BUDGET = 8192  # stream entries per read over all partitions (at least MIN_READ_ENTRIES each)
 MIN_READ_ENTRIES = 2
 YIELD_LINKS = 2000  # links queued between two yields to the event loop
 TAKE_OVER_YIELD = 16  # partitions loaded between two yields to the event loop
@@ -71,7 +71,7 @@ KEEP_CHECKPOINTS = 2  # per partition; older ones are deleted after a new one is
 CHECKPOINT_BATCH = 64  # partitions checkpointed per second at most (one publish each batch)
 CHECKPOINT_UPLOADS = 8  # checkpoint objects uploaded (or read) at once
 HANDOVER_CHECKPOINTS_S = 1.0  # a stop's checkpoints start within this (see _hand_over)
-HANDOVER_PER_CUT = 64  # partitions checkpointed per publish cut in a hand-over
+HANDOVER_PER_CUT = 16  # partitions checkpointed per cut in a hand-over (budget checked between)
 LIST_ALL_FROM = 16  # partitions taken over together from which one listing of all is cheaper
 TURNS_POLL_S = 0.02  # how often a hand-over looks whether its partitions' turns ended
 # Pages fetched this long before a checkpoint may still have been queued in it (a leased
