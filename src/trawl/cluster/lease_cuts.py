@@ -17,12 +17,12 @@ Written and read on the node's one event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from types import TracebackType
+    from collections.abc import AsyncIterator, Callable
 
 
 class LeaseCuts:
@@ -48,9 +48,21 @@ class LeaseCuts:
             if not timeout.expired():  # one already cutting its request is past moving
                 timeout.reschedule(self._loop_time(fetch_until))
 
-    def cut(self, partition: int) -> Cut:
-        """An async context manager ending its block with TimeoutError at the deadline."""
-        return Cut(self, partition)
+    @contextlib.asynccontextmanager
+    async def cut(self, partition: int) -> AsyncIterator[None]:
+        """A block ending with TimeoutError at the partition's deadline, moved as it moves."""
+        until = self._deadlines.get(partition, float("-inf"))
+        timeout = asyncio.timeout_at(self._loop_time(until))
+        try:
+            async with timeout:
+                self._open.setdefault(partition, set()).add(timeout)
+                try:
+                    yield
+                finally:
+                    self._closed(partition, timeout)
+        except TimeoutError:
+            self.cut_count += 1
+            raise
 
     def _loop_time(self, fetch_until: float) -> float | None:
         """`fetch_until` on the event loop's clock (None: never), which need not be
@@ -60,46 +72,9 @@ class LeaseCuts:
         loop = asyncio.get_running_loop()
         return loop.time() + (fetch_until - self._now())
 
-    def _opened(self, partition: int, timeout: asyncio.Timeout) -> None:
-        self._open.setdefault(partition, set()).add(timeout)
-
     def _closed(self, partition: int, timeout: asyncio.Timeout) -> None:
         open_ = self._open.get(partition)
         if open_ is not None:
             open_.discard(timeout)
             if not open_:
                 del self._open[partition]
-
-
-class Cut:
-    """One request's block under its partition's deadline (see `LeaseCuts.cut`)."""
-
-    __slots__ = ("_cuts", "_partition", "_timeout")
-
-    def __init__(self, cuts: LeaseCuts, partition: int) -> None:
-        self._cuts = cuts
-        self._partition = partition
-        self._timeout: asyncio.Timeout | None = None
-
-    async def __aenter__(self) -> None:
-        cuts = self._cuts
-        until = cuts._deadlines.get(self._partition, float("-inf"))
-        self._timeout = asyncio.timeout_at(cuts._loop_time(until))
-        await self._timeout.__aenter__()
-        cuts._opened(self._partition, self._timeout)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            raise AssertionError("Cut: exited without entering")
-        self._cuts._closed(self._partition, timeout)
-        try:
-            await timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError:
-            self._cuts.cut_count += 1
-            raise

@@ -27,8 +27,9 @@ from trawl.cluster.redis_coord import CoordinatorUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
 
-    from trawl.cluster.lease_cuts import Cut, LeaseCuts
+    from trawl.cluster.lease_cuts import LeaseCuts
     from trawl.cluster.partition_table import PartitionTable
     from trawl.frontier.ports import LinkRouter
 
@@ -154,5 +155,5 @@ class NodePlacement:
     def restarted_at(self, site: str) -> float:
         return self._table.restarted_at(site)
 
-    def cut(self, site: str) -> Cut:
+    def cut(self, site: str) -> AbstractAsyncContextManager[None]:
         return self._cuts.cut(self._table.partition_of(site))

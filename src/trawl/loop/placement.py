@@ -24,13 +24,13 @@ its partition's owner. The loop asks the same questions of both:
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import asyncio
     from contextlib import AbstractAsyncContextManager
-    from types import TracebackType
 
     from trawl.frontier.ports import LinkRouter
 
@@ -102,23 +102,8 @@ class EmbeddedPlacement:
     def restarted_at(self, site: str) -> float | None:
         return self._resumed_at
 
-    def cut(self, site: str) -> _NoCut:
-        return _NO_CUT
+    def cut(self, site: str) -> AbstractAsyncContextManager[None]:
+        return _NO_CUT  # one machine owns every site for good
 
 
-class _NoCut:
-    """The embedded default's request block: one machine owns every site for good."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        return None
-
-
-_NO_CUT = _NoCut()
+_NO_CUT: AbstractAsyncContextManager[None] = contextlib.nullcontext()
