@@ -327,10 +327,6 @@ class ClusterNode:
         self.table.forget(partition)
 
     # -- checkpoints ------------------------------------------------------------------------
-    async def checkpoint(self, partition: int, token: int) -> None:
-        """Checkpoint one partition (see `checkpoint_many`)."""
-        await self.checkpoint_many({partition: token})
-
     async def checkpoint_many(
         self,
         tokens: dict[int, int],
