@@ -67,7 +67,7 @@ class BatchedWorkers(Generic[In, Out]):
             return await future
         finally:
             self.pending -= 1
-            if self._room and self._room[0][0] > self.pending:
+            if self._room:
                 self._wake_room()
 
     async def wait_below(self, limit: int) -> None:
