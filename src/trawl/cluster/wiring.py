@@ -6,7 +6,8 @@ Settings and picks adapters.
 
 The node's local directory holds a cache only (the SQLite frontier of the partitions it
 owns, its in-link counts): everything durable is in Redis, PostgreSQL and object storage, so
-the directory is emptied at start. It is locked while the node runs.
+the directory is emptied at start. The fingerprint index is the cluster's, in PostgreSQL: a
+body or a near copy first stored by any node is found by all. It is locked while the node runs.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from trawl.loop.progress import report_progress
 from trawl.loop.stop_signals import stop_on_signals
 from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_s3 import S3BlobStore
+from trawl.store.fingerprints_postgres import PostgresFingerprints
 from trawl.store.layout import DB_NAME, lock_data_dir
 from trawl.store.postgres_db import open_postgres
 from trawl.store.records_postgres import PostgresRecords
@@ -169,6 +171,7 @@ async def _run(
         settings, work_dir, clock,
         conn=local, records=records, warc=warc, seen=seen, placement=placement,
         read_body=lambda key: read_record_from_blobs(blobs, key),
+        fingerprints=PostgresFingerprints(pg),
     )  # fmt: skip
     scope = ClusterScope(ctx=ctx, record=RedisScope(client, keys), links=links, partitions=n)
     node = ClusterNode(

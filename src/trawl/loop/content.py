@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from trawl.model import PAGE_RENDERED, PageFetchedEvent, PageRecord
 from trawl.parse.fingerprint import format_simhash
 from trawl.store.capture import encode_answer, request_record_of
-from trawl.store.fingerprints_sqlite import Original
+from trawl.store.fingerprints import Original
 from trawl.store.main_copy import PageCopy, takes_over
 from trawl.store.warc_record import (
     encode_conversion_record,

@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from trawl.politeness.site_limits import SiteLimits
     from trawl.politeness.site_state import SiteState
     from trawl.seen.ports import SeenUrls
-    from trawl.store.fingerprints_sqlite import SqliteFingerprints
-    from trawl.store.ports import Records, WarcSink
+    from trawl.store.ports import Fingerprints, Records, WarcSink
     from trawl.urls.normalise import NormaliseRules
 
 AGENT_TOKEN = "trawl"  # the product token robots.txt groups are matched against
@@ -59,7 +58,7 @@ class CrawlContext:
     seen: SeenUrls
     records: Records
     warc: WarcSink
-    fingerprints: SqliteFingerprints
+    fingerprints: Fingerprints
     fetcher: Fetcher
     ip_gate: IpGate
     cpu_pool: WorkerPool

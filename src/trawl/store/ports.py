@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from trawl.frontier.scope import SeedScope
     from trawl.frontier.skips import Skip, SkipBatch
     from trawl.model import PageFetchedEvent, PageRecord
+    from trawl.store.fingerprints import NearMatch, Original
     from trawl.store.records_sqlite import DuePage
     from trawl.store.warc_record import EncodedRecord
 
@@ -66,6 +67,33 @@ class Records(PageRecords, HostRecords, EventLog, Protocol):
     def make_due(self, url_hashes: list[str], at: float) -> int: ...
 
     def set_near_duplicate_of(self, url_hash: str, main_url: str) -> None: ...
+
+
+class Fingerprints(Protocol):
+    """The fingerprint index (store.fingerprints): first stored copies by content hash, and
+    main copies by the simhash of their main text. Writes join the records' open batch or
+    transaction, so they commit with the page records that name them."""
+
+    def original_of(self, content_hash: str) -> Original | None: ...
+
+    def add_original(self, content_hash: str, original: Original) -> None:
+        """Remember the first stored copy of `content_hash` (a later one never replaces it)."""
+
+    def near_copy_of(
+        self, simhash: int, *, max_distance: int, exclude_url_hash: str
+    ) -> NearMatch | None:
+        """The closest indexed main copy within `max_distance` (≤ 3) bits, if any; ties go
+        to the smallest url hash."""
+
+    def put_simhash(self, url_hash: str, url: str, site: str, simhash: int) -> None: ...
+
+    def drop_simhash(self, url_hash: str) -> None: ...
+
+    def note_near_copy(self, url_hash: str, main_url_hash: str) -> None: ...
+
+    def move_near_copies(self, old_main: str, new_main: str) -> list[str]:
+        """Re-point every near copy of `old_main` (and `old_main` itself) at `new_main`;
+        returns the url hashes re-pointed."""
 
 
 class WarcSink(Protocol):

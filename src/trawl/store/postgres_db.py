@@ -1,4 +1,5 @@
-"""The cluster database: page records, host records and the page.fetched outbox in PostgreSQL.
+"""The cluster database: page records, host records, the page.fetched outbox and the
+fingerprint index in PostgreSQL.
 
 The tables mirror the embedded schema (`sqlite_db`): the record is JSONB beside the columns
 that are queried (url_hash key, site, due_at, kind), plus `partition` (which node's share a
@@ -54,6 +55,33 @@ CREATE TABLE IF NOT EXISTS event_offsets (
     next_offset BIGINT NOT NULL
 );
 INSERT INTO event_offsets (only_row, next_offset) VALUES (TRUE, 1) ON CONFLICT DO NOTHING;
+-- The cluster's fingerprint index (store.fingerprints_postgres), as the embedded one's:
+-- the first stored copy of each body ...
+CREATE TABLE IF NOT EXISTS contents (
+    content_hash TEXT PRIMARY KEY,
+    url_hash TEXT NOT NULL,
+    url TEXT NOT NULL,
+    storage_key TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    fetched_at DOUBLE PRECISION NOT NULL,
+    payload_digest TEXT NOT NULL
+);
+-- ... the simhash of each main copy in four 16-bit blocks, each block's index sorted by the
+-- whole fingerprint (store.fingerprints) ...
+CREATE TABLE IF NOT EXISTS simhashes (
+    url_hash TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    site TEXT NOT NULL,
+    simhash BIGINT NOT NULL,
+    b0 INTEGER NOT NULL, b1 INTEGER NOT NULL, b2 INTEGER NOT NULL, b3 INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS simhashes_b0s ON simhashes (b0, simhash);
+CREATE INDEX IF NOT EXISTS simhashes_b1s ON simhashes (b1, simhash);
+CREATE INDEX IF NOT EXISTS simhashes_b2s ON simhashes (b2, simhash);
+CREATE INDEX IF NOT EXISTS simhashes_b3s ON simhashes (b3, simhash);
+-- ... and which main copy each near copy names.
+CREATE TABLE IF NOT EXISTS near_copies (url_hash TEXT PRIMARY KEY, main_url_hash TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS near_copies_main ON near_copies (main_url_hash);
 """
 
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     Connection = psycopg.Connection[tuple[Any, ...]]
 
+MISSING = object()  # `noted`'s answer when nothing uncommitted is noted
 READ_PAGE_ROWS = 1000  # rows per query when iterating pages or hosts
 
 _PAGE_COLUMNS = "url_hash, url, site, kind, last_fetched_at, record::text, due_at, partition"
@@ -134,6 +135,8 @@ class _Batch:
     events: list[str] = field(default_factory=list)  # JSON texts, without offsets
     pages: dict[str, _PageRow] = field(default_factory=dict)
     hosts: dict[str, str] = field(default_factory=dict)  # site -> JSON text
+    # What other tables' queued statements write, by kind then key (see `PostgresRecords.note`)
+    notes: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def add(self, sql: str, params: Sequence[object]) -> None:
         """Queue a page statement; a run of the same one goes out as one executemany."""
@@ -456,6 +459,34 @@ class PostgresRecords:
         """The offset of the last committed event, -1 when there is none."""
         rows = self._query("SELECT max(event_offset) FROM events", ())
         return -1 if rows[0][0] is None else int(rows[0][0])
+
+    # -- other tables' writes, in the same transactions (store.fingerprints_postgres) -----
+    def queue(self, sql: str, params: Sequence[object]) -> None:
+        """Add a statement to the pending batch: it commits with the page records."""
+        self._batch.add(sql, params)
+
+    def note(self, kind: str, key: str, value: object) -> None:
+        """Remember what a queued statement writes, for reads before it commits."""
+        self._batch.notes.setdefault(kind, {})[key] = value
+
+    def noted(self, kind: str, key: str) -> object:
+        """The newest uncommitted note of (kind, key); `MISSING` when there is none."""
+        for batch in (self._batch, *reversed(self._sending)):
+            notes = batch.notes.get(kind)
+            if notes is not None and key in notes:
+                return notes[key]
+        return MISSING
+
+    def all_noted(self, kind: str) -> dict[str, object]:
+        """Every uncommitted note of `kind`, the newest of each key, oldest key first."""
+        merged: dict[str, object] = {}
+        for batch in (*self._sending, self._batch):
+            merged.update(batch.notes.get(kind, {}))
+        return merged
+
+    def query(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        """Rows of a read (committed rows only: `noted` has the rest)."""
+        return self._query(sql, params)
 
     # -- hosts --------------------------------------------------------------------------
     def put_host(self, site: str, record: dict[str, object]) -> None:

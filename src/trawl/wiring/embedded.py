@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from trawl.loop.placement import Placement
     from trawl.render.ports import Renderer
     from trawl.seen.ports import SeenUrls
-    from trawl.store.ports import Records, WarcSink
+    from trawl.store.ports import Fingerprints, Records, WarcSink
     from trawl.store.warc_record import StoredBody
 
 # Our IP gate spaces request *starts*; a server sees a request later when it needs a new
@@ -158,10 +158,12 @@ def build_context(
     fetcher: Fetcher | None = None,
     cpu_pool: WorkerPool | None = None,
     read_body: Callable[[str], StoredBody] | None = None,
+    fingerprints: Fingerprints | None = None,
 ) -> CrawlContext:
     """The crawl's parts on `data_dir`. A cluster node passes its local database, shared
     stores (records, WARC sink and its reader, seen set) and its placement in place of the
-    embedded ones; a loop test its fetcher and page workers."""
+    embedded ones (the fingerprint index among them); a loop test its fetcher and page
+    workers."""
     clock = clock or SystemClock()
     rules = normalise_rules(settings)
     policy = loop_policy(settings)
@@ -273,7 +275,7 @@ def build_context(
         seen=seen,
         records=records,
         warc=warc,
-        fingerprints=SqliteFingerprints(conn),
+        fingerprints=fingerprints or SqliteFingerprints(conn),
         fetcher=fetcher,
         ip_gate=ip_gate,
         cpu_pool=pool,
