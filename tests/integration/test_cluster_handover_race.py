@@ -22,28 +22,22 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from tests.fakes.cluster import FreeIpSlots, MemoryStreams, never_cut
+from tests.fakes.cluster import MemoryStreams
+from tests.fakes.cluster_node import N, make_node
 
 from trawl.cluster import checkpoint_keys
-from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import CHECKPOINT_UPLOADS, ClusterNode
-from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.partitions import partition_of
-from trawl.cluster.placement import NodePlacement
 from trawl.cluster.redis_links import START, RoutedLink
-from trawl.config import Settings, with_overrides
-from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_local import LocalBlobStore
 from trawl.urls.normalise import url_hash
-from trawl.wiring.embedded import build_context
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Iterator
     from pathlib import Path
 
     from trawl.loop.context import CrawlContext
 
-N = 16
 OLD_SITE = "a.test"
 NEW_SITE = next(
     f"b{i}.test" for i in range(1000) if partition_of(f"b{i}.test", N) == partition_of(OLD_SITE, N)
@@ -55,75 +49,6 @@ T = TypeVar("T")
 def link(site: str, path: str) -> RoutedLink:
     url = f"http://{site}{path}"
     return RoutedLink(url, url_hash(url), site, depth=1, score=1.0, referrer="c.test")
-
-
-class Publisher:
-    """The commit publisher in memory. What a page's outcome wrote (its urlHash, in
-    `pending`) reaches the shared stores (`published`, what `fetched_since` answers) with
-    the first cut after it; `during` runs while a publish completes its cut."""
-
-    def __init__(self) -> None:
-        self.pg = self
-        self.pending: list[str] = []
-        self.published: set[str] = set()
-        self.during: Callable[[], Awaitable[None]] | None = None
-
-    def fetched_since(self, since: dict[int, float]) -> dict[int, list[str]]:
-        return {partition: sorted(self.published) for partition in since}
-
-    def waiting_renders(self, since: dict[int, float]) -> dict[int, list[object]]:
-        return {}  # no page here is built by JavaScript
-
-    async def publish(self) -> None:
-        await self.publish_with(lambda: None)
-
-    async def publish_with(self, snapshot: Callable[[], T]) -> T:
-        taken = snapshot()
-        cut, self.pending = self.pending, []
-        during, self.during = self.during, None
-        if during is not None:
-            await during()
-        self.published.update(cut)
-        return taken
-
-
-class AllLeases:
-    def may_fetch(self, partition: int) -> bool:
-        return True
-
-    def token(self, partition: int) -> int | None:
-        return 1
-
-
-class NoScopeRecord:
-    async def sync_or_retry_later(self) -> None:
-        return None
-
-    def knows_seed(self, seed: int) -> bool:
-        return True
-
-
-def make_node(
-    tmp_path: Path, name: str, streams: MemoryStreams, blobs: LocalBlobStore
-) -> tuple[ClusterNode, CrawlContext]:
-    settings = with_overrides(Settings(), crawl={"contact_url": "https://trawl.invalid/t"})
-    table = PartitionTable(N, started_at=0.0)
-    leases = AllLeases()
-    publisher = Publisher()
-    placement = NodePlacement(
-        owner=name, table=table, leases=leases, router=LinkBuffers(N, sent_capacity=100),
-        publisher=publisher, ip_slots=FreeIpSlots(), cuts=never_cut(N),
-    )  # fmt: skip
-    seen = PartitionedSeen(expected_urls=1000, fp_rate=0.001, partitions=N)
-    work = tmp_path / name
-    work.mkdir()
-    ctx = build_context(settings, work, seen=seen, placement=placement)
-    node = ClusterNode(
-        ctx=ctx, table=table, leases=leases, publisher=publisher,  # type: ignore[arg-type]
-        links=streams, blobs=blobs, seen=seen, scope=NoScopeRecord(),  # type: ignore[arg-type]
-        checkpoint_interval_s=60.0,
-    )  # fmt: skip
-    return node, ctx
 
 
 class Owners(NamedTuple):

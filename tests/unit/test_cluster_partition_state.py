@@ -119,7 +119,8 @@ links = st.builds(
     RoutedLink,
     url=text, url_hash=hashes, site=text, depth=st.integers(0, 99), score=st.floats(-1e9, 1e9),
     must_crawl=st.booleans(), referrer=text, line=st.integers(0, 2), kind=st.integers(0, 1),
-    parts=text, redirects=st.integers(0, 20),
+    parts=text, redirects=st.integers(0, 20), standing=st.integers(0, 1 << 40),
+    pages=st.integers(0, 1 << 16),
 )  # fmt: skip
 
 
@@ -163,6 +164,22 @@ def test_issue_13_a_routed_redirect_hop_keeps_its_chain_length() -> None:
 
 def item(url: str, site: str, n: int) -> CrawlUrl:
     return CrawlUrl(url, f"{n:032x}", site, 1, Line.SLOW, 0.0, UrlKind.SITEMAP, 0.25, "{}")
+
+
+def test_issue_19_a_repeat_goes_again_when_it_carries_linking_pages() -> None:
+    buffers = LinkBuffers(4, sent_capacity=1000)
+    found = item("http://a.test/x", "a.test", 1)
+    buffers.route(found, must_crawl=False, pages=1)  # first found
+    buffers.route(found, must_crawl=False)  # found again: nothing to count yet
+    buffers.route(found, must_crawl=False, pages=2)  # the third page linking it
+    (links,) = buffers.take().values()
+    assert [x.pages for x in links] == [1, 2]
+    assert buffers.repeats == 1
+    plain = decode_batch("1-1", {FIELD: encode_batch([links[0]])}).links[0]
+    assert plain.pages == 1
+    rows = json.loads(encode_batch(links))
+    assert len(rows[0]) < len(rows[1]) == 13, "one page, the usual case, is left out"
+    assert decode_batch("1-1", {FIELD: encode_batch(links)}).links == tuple(links)
 
 
 def test_links_are_buffered_by_partition_and_repeats_stay_home() -> None:

@@ -246,3 +246,38 @@ def test_repr_and_stats_show_the_state() -> None:
     )
     assert stats.size_bytes == counter.size_bytes >= 4 * 2 * (1 << 10) * 2
     assert repr(counter).startswith("<InLinkCounter width=1024 links=2 site_links=1 halvings=0")
+
+
+def test_issue_19_arrivals_add_their_pages_and_each_linking_site_once() -> None:
+    counter = InLinkCounter(width=1 << 12, **SMALL)
+    a = h(1)
+    assert counter.add_arrival(a, 1, "x.test") == (1, 1)
+    assert counter.add_arrival(a, 2, "x.test") == (3, 1), "x.test linked it before"
+    assert counter.add_arrival(a, 0, "y.test") == (3, 2), "a new site, no new page"
+    assert counter.add_arrival(a, 4, "") == (7, 2), "the target site's own pages"
+    assert counter.estimate(a) == (7, 2)
+    assert counter.estimate(h(2)) == (0, 0)
+
+
+arrivals_strategy = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 9), st.integers(0, 5)), max_size=60
+)
+
+
+@given(arrivals_strategy)
+@settings(max_examples=60, deadline=None)
+def test_issue_19_arrivals_never_under_count_even_when_everything_collides(
+    arrivals: list[tuple[int, int, int]],
+) -> None:
+    counter = InLinkCounter(width=16, halve_every_links=10**9, **SMALL)
+    pages: Counter[int] = Counter()
+    pairs = set()
+    for target, source, weight in arrivals:
+        counter.add_arrival(h(target), weight, f"s{source}.test")
+        pages[target] += weight
+        pairs.add((target, source))
+    sites = Counter(t for t, _ in pairs)
+    for t in range(61):
+        est_pages, est_sites = counter.estimate(h(t))
+        assert est_pages >= pages[t]
+        assert est_sites >= sites[t]

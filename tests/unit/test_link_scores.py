@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,44 @@ def test_issue_17_memoised_rescores_are_the_computed_ones(tmp_path_factory, ops)
             expected = scores._rescore(_PARTS[parts], pages, sites)
             assert scores.rescored(url_hash, _PARTS[parts]) == expected
             assert len(scores._rescored_entries) <= 4
+
+
+@given(st.integers(0, 5000))
+def test_issue_19_route_weights_add_up_to_the_finder_s_count_at_each_power_of_two(
+    count: int,
+) -> None:
+    sent = sum(LinkScores.route_weight(n) for n in range(1, count + 1))
+    assert sent == (1 << (count + 1).bit_length() - 1) - 1  # the last 2**k - 1 <= count
+    assert count / 2 <= sent <= count or count == 0
+
+
+def test_issue_19_arrivals_rank_queued_urls_and_say_when_to_rescore(tmp_path: Path) -> None:
+    scores = LinkScores(tmp_path / "inlinks.bin", counts_arrive=True)
+    target = _HASHES[0]
+    scores.counter.add_page_links("src.test", [target], ["dst.test"])  # found here
+    assert scores.ranking.estimate(target) == (0, 0), "the finder's count is not the owner's"
+    assert scores.count_arrival(target, 1, "src.test")  # 0 -> 1 page, 0 -> 1 site
+    assert not scores.count_arrival(target, 1, "src.test")  # 2 pages: same power of two
+    assert scores.count_arrival(target, 1, "other.test")  # 3 pages, 2 sites
+    stored = scores.seed("http://dst.test/", 0)[1]
+    before = json.loads(stored)
+    entry = scores.rescored(target, stored)
+    assert entry is not None
+    after = json.loads(entry[1])
+    assert after["inlinkPages"] > before["inlinkPages"]
+    assert after["inlinkSites"] > before["inlinkSites"]
+
+
+def test_issue_19_a_rescore_never_lowers_what_in_links_gave(tmp_path: Path) -> None:
+    owner = LinkScores(tmp_path / "a.bin", counts_arrive=True)
+    for n in range(40):
+        owner.count_arrival(_HASHES[0], 1, f"s{n}.test")
+    entry = owner.rescored(_HASHES[0], owner.seed("http://dst.test/", 0)[1])
+    assert entry is not None
+    # The partition moves: its new owner has counted nothing for the URL yet.
+    new_owner = LinkScores(tmp_path / "b.bin", counts_arrive=True)
+    again = new_owner.rescored(_HASHES[0], entry[1])
+    assert again is not None
+    kept, had = json.loads(again[1]), json.loads(entry[1])
+    assert (kept["inlinkPages"], kept["inlinkSites"]) == (had["inlinkPages"], had["inlinkSites"])
+    assert again[0] == pytest.approx(entry[0], abs=0.01)  # the total of rounded parts

@@ -7,7 +7,9 @@ found them, so a crash never leaves a stored page whose links were never sent.
 Most links on a page were sent before (navigation repeats on every page), so a Bloom filter
 of what this machine has sent keeps repeats off the streams; the owner's seen set is still
 the judge. A link found on another site is keyed with its referring site, so each referring
-site still reaches the owner once (it raises the target site's importance).
+site still reaches the owner once (it raises the target site's importance and the URL's
+in-link sites count). A repeat goes again only when it carries linking pages to count
+(frontier.link_scores.route_weight: at each power of two of this finder's count).
 """
 
 from __future__ import annotations
@@ -40,17 +42,20 @@ class LinkBuffers:
         waiting = sum(len(b) for b in self._buffers.values())
         return f"<LinkBuffers routed={self.routed} repeats={self.repeats} waiting={waiting}>"
 
-    def route(self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "") -> None:
+    def route(
+        self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "", pages: int = 0
+    ) -> None:
         key = item.url_hash
         if referrer:
             key = hashlib.blake2b(f"{key} {referrer}".encode(), digest_size=16).hexdigest()
-        if not must_crawl and not self._sent.add_if_new(key):
+        if not must_crawl and not self._sent.add_if_new(key) and not pages:
             self.repeats += 1
             return
         self.routed += 1
         link = RoutedLink(
             item.url, item.url_hash, item.site, item.depth, item.score, must_crawl, referrer,
             int(item.line), int(item.kind), item.score_parts, item.redirects, item.standing,
+            pages,
         )  # fmt: skip
         self._buffers[partition_of(item.site, self._partitions)].append(link)
 

@@ -9,8 +9,10 @@ How this works:
   to PostgreSQL, bodies to object storage, in that order after the links (cluster_records).
 - What is loaded, stream positions and checkpoint timing are `PartitionTable`'s (pure);
   this module does the I/O around its decisions.
-- `consume` reads the streams of the loaded partitions from each one's position, claims
-  every URL in the partition's seen slice and queues the new ones locally.
+- `consume` reads the streams of the loaded partitions from each one's position, counts
+  the in-links they bring (frontier.link_scores: the owner's counts rank its URLs, and
+  queued ones are re-scored as they grow), claims every URL in the partition's seen slice
+  and queues the new ones locally.
 - `on_acquired` (lease won): load the partition's latest checkpoint (queue rows, seen slice,
   stream position), count the pages fetched since then as seen, and drop queued rows that
   were fetched meanwhile; the stream is then replayed from the checkpoint's position. Each
@@ -514,7 +516,13 @@ class ClusterNode:
         ctx = self.ctx
         if link.referrer and link.referrer != link.site:
             ctx.sites.note_referrer(link.site, link.referrer)
+        # In-links found anywhere in the cluster are counted here, by the URL's owner.
+        grew = not link.must_crawl and ctx.scores.count_arrival(
+            link.url_hash, link.pages, link.referrer
+        )
         if not self.seen.claim(partition, link.url_hash, must_crawl=link.must_crawl):
+            if grew:
+                ctx.intake.note_rescore(link.url_hash)
             return
         if ctx.intake.add_routed(link.item(ctx.clock.now()), must_crawl=link.must_crawl):
             self.table.note_new()

@@ -5,9 +5,10 @@ How this works:
   partitions owned elsewhere sends each partition a batch of a few hundred as ONE `XADD`
   entry (field `v1`: a compact JSON list of [url, urlHash, site, depth, score] rows, with
   [mustCrawl, referrer, line, kind, parts] appended when any is set, then `redirects` (issue
-  13) and `standing` (issue 16) when set: each appended after the others, so entries written
-  before still decode), and sends to many partitions in one pipeline. One entry per link
-  costs a stream entry and a command per URL; bench/link_routing.py measures the difference.
+  13), `standing` (issue 16) and `pages` (issue 19, when not 1) when set: each appended after
+  the others, so entries written before still decode), and sends to many partitions in one
+  pipeline. One entry per link costs a stream entry and a command per URL;
+  bench/link_routing.py measures the difference.
 - The owner reads with `XRANGE` after the last entry id it has queued (no consumer groups:
   the position lives in the owner's checkpoint, so a new owner resumes from the old owner's
   checkpoint). Reading many partitions is a pipeline of per-partition reads, since one
@@ -77,6 +78,10 @@ class RoutedLink:
     parts: str = ""
     redirects: int = 0  # redirect hops that led to this URL (CrawlUrl.redirects)
     standing: int = 0  # frontier.scope.Standing packed (CrawlUrl.standing): its seed, hops
+    # Linking pages the owner counts for the URL (frontier.link_scores.route_weight); most
+    # links go once, found on one page: 1 is left out of the encoding, and older entries
+    # read as 1
+    pages: int = 1
 
     def item(self, discovered_at: float) -> CrawlUrl:
         """The URL as the finder queued it (a seed's line and score are set on arrival)."""
@@ -114,12 +119,18 @@ def encode_batch(links: Sequence[RoutedLink]) -> str:
     rows: list[list[object]] = []
     for x in links:
         row: list[object] = [x.url, x.url_hash, x.site, x.depth, x.score]
-        if x.must_crawl or x.referrer or x.line or x.kind or x.parts or x.redirects or x.standing:
+        counted = x.pages != 1
+        if (
+            x.must_crawl or x.referrer or x.line or x.kind or x.parts or x.redirects
+            or x.standing or counted
+        ):  # fmt: skip
             row += [int(x.must_crawl), x.referrer, x.line, x.kind, x.parts]
-        if x.redirects or x.standing:  # after the others: older entries still decode (issue 13)
-            row.append(x.redirects)
-        if x.standing:  # issue 16
+        if x.redirects or x.standing or counted:  # after the others: older entries decode
+            row.append(x.redirects)  # issue 13
+        if x.standing or counted:  # issue 16
             row.append(x.standing)
+        if counted:  # issue 19
+            row.append(x.pages)
         rows.append(row)
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
@@ -129,10 +140,11 @@ def _decode_row(row: list[Any]) -> RoutedLink:
     must_crawl, referrer, line, kind, parts, *later = rest if rest else (0, "", 0, 0, "")
     redirects = later[0] if later else 0
     standing = later[1] if len(later) > 1 else 0
+    pages = later[2] if len(later) > 2 else 1
     return RoutedLink(
         str(url), str(h), str(site), int(depth), float(score),
         bool(must_crawl), str(referrer), int(line), int(kind), str(parts),
-        int(redirects), int(standing),
+        int(redirects), int(standing), int(pages),
     )  # fmt: skip
 
 

@@ -227,6 +227,37 @@ class InLinkCounter:
         self._note_added(len(counted), new_pairs)
         return out
 
+    def add_arrival(self, url_hash: str, pages: int, source_site: str) -> tuple[int, int]:
+        """Count in-links found elsewhere (cluster mode: another finder's share, through the
+        target partition's stream): `pages` linking pages at once, and the site `source_site`
+        ("" when the link is the target site's own); returns the new (pages, sites)."""
+        x = int(url_hash, 16)
+        mask = self._index_mask
+        s1, s2, s3 = self._shifts
+        indexes = ((x << 1) & mask, (x >> s1) & mask, (x >> s2) & mask, (x >> s3) & mask)
+        pages_now = self._raise(indexes, 0, pages)
+        new_pair = False
+        if source_site:
+            key = (x ^ _site_key(source_site)) - _OFFSET
+            new_pair = key not in self._pairs
+            if new_pair:
+                self._pairs.add(key)
+        sites_now = self._raise(indexes, 1, int(new_pair))
+        self._note_added(int(pages > 0), int(new_pair))
+        return pages_now, sites_now
+
+    def _raise(self, indexes: tuple[int, ...], lane: int, by: int) -> int:
+        """Conservative update by `by` of one lane (0 pages, 1 sites); the new estimate."""
+        rows = self._rows
+        now = min(rows[r][i + lane] for r, i in enumerate(indexes))
+        if by <= 0:
+            return now
+        now = min(now + by, _MAX_COUNT)
+        for r, i in enumerate(indexes):
+            if rows[r][i + lane] < now:
+                rows[r][i + lane] = now
+        return now
+
     def _note_added(self, links: int, pairs: int) -> None:
         self._links_since_halving += links
         self._links_total += links

@@ -156,10 +156,18 @@ class Intake:
             )  # fmt: skip
             if router is not None:
                 referrer = source.site if link.site != source.site else ""
-                router.route(item, must_crawl=False, referrer=referrer)
+                weight = scores.route_weight(pages)
+                router.route(item, must_crawl=False, referrer=referrer, pages=weight)
             elif self._queue_new(item, must_crawl=False):
                 self._tally.links_new += 1
         if len(rescore) >= RESCORE_BATCH:
+            self.flush_rescores()
+
+    def note_rescore(self, url_hash: str) -> None:
+        """Re-score a URL with the next batch if it still waits in the queue (cluster mode:
+        its in-link counts grew with links that arrived through its partition's stream)."""
+        self._rescore_pending[url_hash] = None
+        if len(self._rescore_pending) >= RESCORE_BATCH:
             self.flush_rescores()
 
     def flush_rescores(self) -> None:

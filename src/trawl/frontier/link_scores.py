@@ -5,6 +5,14 @@ every link found on every page counts as an in-link of its target; a new target 
 and queued with its parts; a target already queued is re-scored only when its in-link
 counts cross a power of two (`_crossed`, where `frontier.scoring.score_bucket` changes),
 so frontier updates stay logarithmic.
+
+In cluster mode the counts that rank a partition's URLs are its owner's: links found on
+any node reach it through the partition's stream (cluster.link_router), and the owner
+counts them in a counter of its own (`count_arrival`): a link first found by this finder
+counts one page, and at each power of two of this finder's own count (1, 3, 7, 15, ...)
+it is sent again for the pages since (`route_weight`), so the owner's count follows every
+finder's at a logarithmic cost in stream entries; each (target, linking site) pair is sent
+once and counts one site. The finder's counter (`counter`) still scores the links it finds.
 """
 
 from __future__ import annotations
@@ -52,11 +60,16 @@ def _crossed(n: int) -> bool:
 
 
 class LinkScores:
-    def __init__(self, path: Path, policy: ScoringPolicy | None = None) -> None:
+    def __init__(
+        self, path: Path, policy: ScoringPolicy | None = None, *, counts_arrive: bool = False
+    ) -> None:
+        """`counts_arrive`: cluster mode, where the owner's counts come from the streams."""
         self.path = path
         self.policy = policy or ScoringPolicy()
         self.damaged_file = False
         self.counter = self._load()
+        # The counts that rank queued URLs: the finder's own, or what arrived (cluster mode)
+        self.ranking = InLinkCounter() if counts_arrive else self.counter
         self._new_entries: dict[tuple[int, int, float, int, int], tuple[float, str, Line]] = {}
         self._rescored_entries: dict[tuple[str, int, int], tuple[float, str, Line]] = {}
 
@@ -81,6 +94,22 @@ class LinkScores:
         """Count one in-link per target of this page; (pages, other sites) per link."""
         return self.counter.add_page_links(
             source_site, [link.url_hash for link in links], [link.site for link in links]
+        )
+
+    @staticmethod
+    def route_weight(pages: int) -> int:
+        """Cluster mode: the linking pages a finder sends the owner with a link it has just
+        counted `pages` times: those since its last send, at each power of two; else 0."""
+        return (pages + 1) >> 1 if _crossed(pages) else 0
+
+    def count_arrival(self, url_hash: str, pages: int, referrer: str) -> bool:
+        """Cluster mode: count in-links that arrived for a URL of an owned partition; True
+        when its score should change (a count crossed a power of two)."""
+        before = self.ranking.estimate(url_hash)
+        after = self.ranking.add_arrival(url_hash, pages, referrer)
+        return any(
+            (1 + old).bit_length() != (1 + new).bit_length()
+            for old, new in zip(before, after, strict=True)
         )
 
     @staticmethod
@@ -116,7 +145,7 @@ class LinkScores:
 
     def rescored(self, url_hash: str, stored_parts: str) -> tuple[float, str, Line] | None:
         """New (score, parts JSON, line) for a queued URL from today's in-link counts."""
-        pages, sites = self.counter.estimate(url_hash)
+        pages, sites = self.ranking.estimate(url_hash)
         # Queued URLs scored alike store the same parts text (the new-entry memo's keys):
         # re-scored to the same counts, they get the same entry.
         key = (stored_parts, pages, sites)
@@ -141,9 +170,11 @@ class LinkScores:
             depth=0,
             policy=self.policy,
         )
+        # Never lower: counts halve as they age, and a partition's new owner counts afresh
+        # what its old owner had counted for the URLs it hands over.
         parts = ScoreParts(
-            fresh.inlink_pages,
-            fresh.inlink_sites,
+            max(fresh.inlink_pages, parts.inlink_pages),
+            max(fresh.inlink_sites, parts.inlink_sites),
             parts.parent,
             parts.site_popularity,
             parts.depth,

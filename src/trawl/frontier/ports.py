@@ -133,6 +133,9 @@ class LinkRouter(Protocol):
     """Cluster mode: discovered URLs go to the owner of their site's partition, which makes
     the seen check and queues them (the adapter is cluster.link_router.LinkBuffers)."""
 
-    def route(self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "") -> None:
+    def route(
+        self, item: CrawlUrl, *, must_crawl: bool, referrer: str = "", pages: int = 0
+    ) -> None:
         """Send a discovered URL to its partition's owner (no I/O: buffered until the next
-        commit, which sends the buffers before the records that found the URLs)."""
+        commit, which sends the buffers before the records that found the URLs), with the
+        linking pages it stands for (frontier.link_scores: the owner counts in-links)."""

@@ -211,7 +211,8 @@ def build_context(
         p.per_ip_min_gap_s + IP_GAP_MARGIN_S,
         restarted_at=started_at if resumed else None,
     )
-    scores = LinkScores(data_dir / INLINKS_NAME)
+    # A cluster node's owned URLs are ranked by the in-links its streams bring (issue 19).
+    scores = LinkScores(data_dir / INLINKS_NAME, counts_arrive=placement.router is not None)
     stats = CrawlStats()
     if scores.damaged_file:
         # A soft signal, counted afresh; the summary says so instead of hiding it.
