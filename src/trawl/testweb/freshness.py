@@ -11,7 +11,9 @@ What it adds, on sites whose robots.txt lets trawl crawl and that a crawl reache
   `/static/N.html`, linked from the home pages of two sites, seeds first;
 - exact copies: `/copies/a.html`, `/copies/b.html` and `/print/a.html` on one site, with
   byte-identical bodies (links spelled as absolute paths, nothing names the page's URL);
-  home links the first, every copy links the other two;
+  home links the first, every copy links the other two. And one document on three sites:
+  `/files/report.pdf`, byte-identical, linked from each one's home (in a cluster, the
+  sites may well be owned by different nodes);
 - a syndicated article: the original `/news/<slug>.html` on the first seed, copies
   `/reprints/<slug>.html` on three later sites, same title and text, different chrome;
 - sitemaps: one site names `/sitemap_index.xml` in robots.txt (an index of
@@ -71,7 +73,8 @@ class Freshness:
     sitemap_files: frozenset[Key]  # every sitemap and sitemap index served
     robots_sitemaps: frozenset[Key]  # sitemaps named by a `Sitemap:` line in robots.txt
     unnamed_sitemaps: frozenset[Key]  # /sitemap.xml files robots.txt does not name
-    copy_groups: tuple[tuple[Key, ...], ...]  # byte-identical bodies; first is linked first
+    # byte-identical bodies; in the first group (one site's), the first is linked first
+    copy_groups: tuple[tuple[Key, ...], ...]
     near_copy_groups: tuple[tuple[Key, ...], ...]  # same main text; first is the original
     popular: frozenset[Key]
     deep_leaves: frozenset[Key]  # same sites and depth as `popular`, one in-link each
@@ -103,6 +106,7 @@ def add_freshness(
     )
     hidden, foreign = writer.add_sitemaps(ordered)
     popular, leaves = writer.add_popular(ordered[1:3], sites)
+    shared = writer.add_shared_file(ordered[3:6])  # last: the features above draw as before
     files = frozenset(key for s in writer.sitemaps.values() for key in s)
     named = frozenset(
         (s.apex, path) for s in sites for path in writer.robots_sitemaps.get(s.domain, ())
@@ -116,7 +120,7 @@ def add_freshness(
         sitemap_files=files,
         robots_sitemaps=named,
         unnamed_sitemaps=frozenset(k for k in files if k[1] == "/sitemap.xml") - named,
-        copy_groups=(copies,),
+        copy_groups=(copies, shared),
         near_copy_groups=(syndicated,),
         popular=popular,
         deep_leaves=leaves,
@@ -205,6 +209,19 @@ class _Writer:
             self.pages[site.domain][(site.apex, path)] = page
             self._link_from(site, (site.apex, "/"), [(site.apex, path)])
             keys.append((site.apex, path))
+        return tuple(keys)
+
+    def add_shared_file(self, sites: list[Site]) -> tuple[Key, ...]:
+        text_seed = self._rng.getrandbits(32)  # a PDF's bytes depend on its text only
+        keys = []
+        for site in sites:
+            key = (site.apex, "/files/report.pdf")
+            page = self._page(site, key[1], ())
+            self.pages[site.domain][key] = dataclasses.replace(
+                page, kind=PageKind.PDF, text_seed=text_seed
+            )
+            self._link_from(site, (site.apex, "/"), [key])
+            keys.append(key)
         return tuple(keys)
 
     def add_sitemaps(self, ordered: list[Site]) -> tuple[frozenset[Key], frozenset[Key]]:
