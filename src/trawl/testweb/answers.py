@@ -16,7 +16,7 @@ from email.utils import formatdate
 from typing import TYPE_CHECKING
 
 from trawl.testweb.layout import PageKind
-from trawl.testweb.render import render_html, render_pdf
+from trawl.testweb.render import render_document, render_html, render_pdf
 from trawl.testweb.robots_variants import robots_answer
 from trawl.testweb.sitemaps import render_sitemap
 
@@ -95,6 +95,8 @@ class Responder:
         if page.kind is PageKind.PDF:
             return _ok(render_pdf(page), "application/pdf", compress=False)
         compress = site.gzip and accepts_gzip
+        if page.kind is PageKind.DOCUMENT:
+            return _ok(render_document(page), _HTML, compress=compress)
         if page.kind is PageKind.LIVE:
             key = (page.host, page.path)
             revision = self._revisions[key] = self._revisions.get(key, 0) + 1

@@ -12,8 +12,8 @@ What it adds, on sites whose robots.txt lets trawl crawl and that a crawl reache
 - exact copies: `/copies/a.html`, `/copies/b.html` and `/print/a.html` on one site, with
   byte-identical bodies (links spelled as absolute paths, nothing names the page's URL);
   home links the first, every copy links the other two. And one document on three sites:
-  `/files/report.pdf`, byte-identical, linked from each one's home (in a cluster, the
-  sites may well be owned by different nodes);
+  `/legal/licence.html`, byte-identical (PageKind.DOCUMENT), linked from each one's home
+  (in a cluster, the sites may well be owned by different nodes);
 - a syndicated article: the original `/news/<slug>.html` on the first seed, copies
   `/reprints/<slug>.html` on three later sites, same title and text, different chrome;
 - sitemaps: one site names `/sitemap_index.xml` in robots.txt (an index of
@@ -212,14 +212,14 @@ class _Writer:
         return tuple(keys)
 
     def add_shared_file(self, sites: list[Site]) -> tuple[Key, ...]:
-        text_seed = self._rng.getrandbits(32)  # a PDF's bytes depend on its text only
+        text_seed = self._rng.getrandbits(32)  # a document's bytes depend on its text only
         keys = []
         for site in sites:
-            key = (site.apex, "/files/report.pdf")
-            page = self._page(site, key[1], ())
-            self.pages[site.domain][key] = dataclasses.replace(
-                page, kind=PageKind.PDF, text_seed=text_seed
-            )
+            key = (site.apex, "/legal/licence.html")
+            self.pages[site.domain][key] = Page(
+                site.apex, key[1], PageKind.DOCUMENT, title="Licence", text_seed=text_seed,
+                paragraphs=8, links=(),
+            )  # fmt: skip
             self._link_from(site, (site.apex, "/"), [key])
             keys.append(key)
         return tuple(keys)
@@ -375,6 +375,6 @@ def _articles(site: Site) -> list[Key]:
 
 
 def _with_topic(page: Page) -> Page:
-    if page.kind not in (PageKind.HTML, PageKind.LIVE):
+    if page.kind not in (PageKind.HTML, PageKind.LIVE, PageKind.DOCUMENT):
         return page
     return dataclasses.replace(page, topic=text.topic_words(page.text_seed))

@@ -20,6 +20,10 @@ class PageKind(StrEnum):
     # HTML as a JavaScript framework serves it (`build_web(script_cases=True)`): the body is
     # the site's `files` entry, and `links` are the links in that HTML, before any script runs.
     FRAMEWORK = "framework"
+    # HTML served byte for byte the same by every site that has it, without the site's
+    # chrome or links: a licence or a press release many sites host (issue 19's cross-site
+    # exact copies). Its body depends on its title and text only.
+    DOCUMENT = "document"
 
 
 class Form(StrEnum):

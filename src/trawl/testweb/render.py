@@ -116,6 +116,24 @@ def render_html(site: Site, page: Page, port: int, revision: int | None = None) 
     return "\n".join(lines).encode()
 
 
+def render_document(page: Page) -> bytes:
+    """A PageKind.DOCUMENT: the same bytes on every site (no site name, no links)."""
+    rng = random.Random(page.text_seed)
+    paragraphs = [text.paragraph(rng, page.topic) for _ in range(max(page.paragraphs, 1))]
+    lines = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        '<head><meta charset="utf-8">',
+        f"<title>{escape(page.title)}</title></head>",
+        f"<body><main><article><h1>{escape(page.title)}</h1>",
+        *(f"<p>{p}</p>" for p in paragraphs),
+        "</article></main></body>",
+        "</html>",
+        "",
+    ]
+    return "\n".join(lines).encode()
+
+
 def render_pdf(page: Page) -> bytes:
     """A small, well-formed-looking PDF: enough for content-type handling and WARC records."""
     rng = random.Random(page.text_seed)
