@@ -3,6 +3,12 @@
     python -m bench.cluster_nodes            # 800 sites x 12 pages, 40 s per run
     python -m bench.cluster_nodes --time 60
 
+Besides the rate, each run reports what a page costs the shared services (issue 19's
+capacity plan): Redis commands per page (INFO's total_commands_processed), PostgreSQL
+transactions and rows written per page (pg_stat_database), the nodes' CPU per page
+(their processes and workers, from getrusage) and the whole machine's busy CPU per page
+(/proc/stat: nginx and the servers included).
+
 Each run gets a fresh cluster (its own Redis key space, PostgreSQL schema and S3 bucket on
 servers started once, all on 127.0.0.1) and a fresh nginx access log, the witness for the
 rate and for politeness. The ratio column compares each run with the 1-node run measured
@@ -16,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -26,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
+import redis
 from tests.servers.postgres import temporary_postgres
 from tests.servers.redis import temporary_redis
 from tests.servers.s3 import S3Server, running_seaweedfs
@@ -41,10 +49,45 @@ RESULTS = Path(__file__).resolve().parent / "results"
 NODE_CONFIG = "[node]\ncheckpoint_interval_s = 30\n"
 
 
+def _redis_commands(url: str) -> int:
+    client = redis.Redis.from_url(url)
+    try:
+        stats: dict[str, object] = client.info("stats")  # type: ignore[assignment]
+        return int(str(stats["total_commands_processed"]))
+    finally:
+        client.close()
+
+
+def _pg_writes(dsn: str) -> tuple[int, int]:
+    """(transactions committed, rows inserted + updated + deleted) in the bench database."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        row = conn.execute(
+            "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _machine_busy_s() -> float:
+    """CPU-seconds every core spent busy since boot (all processes)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_nodes(
     n: int, spec: WebSpec, root: Path, redis_url: str, pg_dsn: str, s3: S3Server, seconds: float
 ) -> dict[str, object]:
     name = f"b{uuid.uuid4().hex[:8]}"
+    commands_before, (xacts_before, rows_before) = _redis_commands(redis_url), _pg_writes(pg_dsn)
+    busy_before, nodes_before = _machine_busy_s(), _children_cpu_s()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {name}")
     dsn = f"{pg_dsn} options='-c search_path={name}'"
@@ -81,6 +124,12 @@ def run_nodes(
             (RESULTS / f"cluster-n{n}-node{i + 1}.log").write_bytes(
                 (work / f"n{i + 1}.log").read_bytes()
             )
+    busy, nodes_cpu = _machine_busy_s() - busy_before, _children_cpu_s() - nodes_before
+    commands = _redis_commands(redis_url) - commands_before
+    xacts, rows = (
+        after - before
+        for after, before in zip(_pg_writes(pg_dsn), (xacts_before, rows_before), strict=True)
+    )
     pages = [r for r in records if r.path not in ROBOTS]
     violations = check_politeness(
         records, tolerance_s=NGINX_TOLERANCE_S, **spec.politeness_inputs()
@@ -93,6 +142,11 @@ def run_nodes(
         "pages_logged": len(pages),
         "pages_stored": int(stored[0]) if stored else 0,
         "steady_pages_per_s": round(steady_rate([r.t_start for r in pages], 10.0), 1),
+        "redis_commands_per_page": round(commands / max(len(pages), 1), 1),
+        "pg_transactions_per_page": round(xacts / max(len(pages), 1), 3),
+        "pg_rows_written_per_page": round(rows / max(len(pages), 1), 2),
+        "node_cpu_ms_per_page": round(nodes_cpu * 1e3 / max(len(pages), 1), 2),
+        "machine_cpu_ms_per_page": round(busy * 1e3 / max(len(pages), 1), 2),
         "violations": len(violations),
         "violation_kinds": dict(Counter(str(v.kind) for v in violations)),
         "violation_examples": [f"{v.kind} {v.subject}: {v.detail}" for v in violations[:5]],
@@ -117,12 +171,18 @@ def main() -> int:
             runs.append(run_nodes(n, spec, args.web, redis.url, pg.dsn, s3, args.time))
             print(json.dumps(runs[-1]), flush=True)
     base = float(str(runs[0]["steady_pages_per_s"])) or 1.0
-    print("| nodes | steady pages/s | vs 1 node | pages logged | stored | violations |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| nodes | steady pages/s | vs 1 node | pages logged | stored | violations"
+        " | Redis cmds/page | PG xacts/page | PG rows/page | node CPU ms/page"
+        " | machine CPU ms/page |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         rate = float(str(r["steady_pages_per_s"]))
         print(f"| {r['nodes']} | {rate} | {rate / base:.2f}x | {r['pages_logged']} |"
-              f" {r['pages_stored']} | {r['violations']} |")  # fmt: skip
+              f" {r['pages_stored']} | {r['violations']} | {r['redis_commands_per_page']} |"
+              f" {r['pg_transactions_per_page']} | {r['pg_rows_written_per_page']} |"
+              f" {r['node_cpu_ms_per_page']} | {r['machine_cpu_ms_per_page']} |")  # fmt: skip
     meta = {**describe_run(), "command": " ".join(["python -m bench.cluster_nodes", *sys.argv[1:]])}
     (RESULTS / "cluster-nodes.json").write_text(json.dumps({"meta": meta, "runs": runs}, indent=1))
     return 0
