@@ -49,13 +49,17 @@ RESULTS = Path(__file__).resolve().parent / "results"
 NODE_CONFIG = "[node]\ncheckpoint_interval_s = 30\n"
 
 
-def _redis_commands(url: str) -> int:
+def _redis_commands(url: str) -> dict[str, int]:
+    """Commands processed so far, by command (scripts' own calls included), and in all."""
     client = redis.Redis.from_url(url)
     try:
         stats: dict[str, object] = client.info("stats")  # type: ignore[assignment]
-        return int(str(stats["total_commands_processed"]))
+        by: dict[str, dict[str, object]] = client.info("commandstats")  # type: ignore[assignment]
     finally:
         client.close()
+    counts = {name.removeprefix("cmdstat_"): int(str(v["calls"])) for name, v in by.items()}
+    counts["total"] = int(str(stats["total_commands_processed"]))
+    return counts
 
 
 def _pg_writes(dsn: str) -> tuple[int, int]:
@@ -125,7 +129,10 @@ def run_nodes(
                 (work / f"n{i + 1}.log").read_bytes()
             )
     busy, nodes_cpu = _machine_busy_s() - busy_before, _children_cpu_s() - nodes_before
-    commands = _redis_commands(redis_url) - commands_before
+    after = _redis_commands(redis_url)
+    by_command = {k: v - commands_before.get(k, 0) for k, v in after.items()}
+    commands = by_command.pop("total")
+    top = sorted(by_command.items(), key=lambda kv: -kv[1])[:8]
     xacts, rows = (
         after - before
         for after, before in zip(_pg_writes(pg_dsn), (xacts_before, rows_before), strict=True)
@@ -143,6 +150,7 @@ def run_nodes(
         "pages_stored": int(stored[0]) if stored else 0,
         "steady_pages_per_s": round(steady_rate([r.t_start for r in pages], 10.0), 1),
         "redis_commands_per_page": round(commands / max(len(pages), 1), 1),
+        "redis_top_per_page": {k: round(v / max(len(pages), 1), 2) for k, v in top},
         "pg_transactions_per_page": round(xacts / max(len(pages), 1), 3),
         "pg_rows_written_per_page": round(rows / max(len(pages), 1), 2),
         "node_cpu_ms_per_page": round(nodes_cpu * 1e3 / max(len(pages), 1), 2),
