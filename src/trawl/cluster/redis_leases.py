@@ -10,46 +10,20 @@ How this works:
 - renew and release: only if the lease still carries the caller's token (compare-and-PEXPIRE,
   compare-and-DEL). Tokens are never reused, so a match proves the caller held the lease
   without a break, and a member that lost its lease can never touch its successor's.
-- Replication (issue 19). Redis replicates asynchronously: a primary can answer an acquire
-  or renew and die before its replica has it, and the promoted replica then holds no lease
-  (another member takes the partition while we still fetch: owned twice) or an older token
-  counter (a token handed out again). So a lease counts as acquired or renewed only once
-  every node that took the write says a replica has it: acquires and renewals go out as
-  one pipeline with, per node and on that node's same connection (WAIT counts the writes of
-  its own connection), `WAIT 1 <replica_wait_s>` and `ROLE` behind the scripts. A node
-  is confirmed when WAIT counts a replica, or when ROLE lists none (a single Redis, a
-  cluster without replicas, a just promoted replica whose primary is dead: no copy exists
-  that a failover could promote, so nothing more can be had). Nodes last seen without a
-  replica get `WAIT 0 0` (no wait); ROLE in the same batch notices a replica that joined.
-  An unconfirmed acquire answers None (the lease, if it survives, expires after `ttl_s`);
-  an unconfirmed renew batch raises CoordinatorUnavailable, so the shell keeps each lease's
-  old deadline, which the replica honours. Tokens are INCRed in the acquire script, so a
-  confirmed token is on the replica too and is never handed out again.
-- Cost: no extra round trip from the client (WAIT and ROLE ride in the same pipeline); the
-  server answers after one replica acknowledgement (REPLCONF GETACK, sent at once when a
-  client blocks in WAIT), about one more loopback round trip per batch, not per lease.
-- Limits: a replica that is disconnected when ROLE runs is not waited for; Redis Cluster
-  promotes one only if it was cut off less than about `cluster-node-timeout` x
-  `cluster-replica-validity-factor`, so run replicas with `min-replicas-to-write 1` where
-  that matters. The replica expires leases at the primary's absolute PEXPIREAT, on its own
-  wall clock: skew between the two machines must stay well below the lease margin (NTP).
-- A cluster pipeline that redis-py retries after a connection error re-routes every
-  command by its keys and forgets `target_nodes`, so `ROLE` (no key) can't be placed and
-  the retry raises RedisClusterException: counted as no answer, never as a false
-  confirmation of a WAIT that ran on another connection.
+- Replication (issue 19): acquires and renewals count only once a replica has them
+  (`redis_replication`), so a confirmed lease and its token survive a primary's death. An
+  unconfirmed acquire answers None (the lease, if it survives, expires after `ttl_s`); an
+  unconfirmed renew batch raises CoordinatorUnavailable, so the shell keeps each lease's
+  old deadline, which the promoted replica honours. Releases need no confirmation: a lost
+  release only leaves a lease to expire.
 - Lease ages for `trawl cluster status` come from the server's own numbers (`ttl_ms` minus
   `PTTL` is the time since the last renewal), so no two clocks are compared.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from redis import exceptions as redis_errors
-from redis.asyncio import RedisCluster
-from redis.asyncio.cluster import ClusterPipeline
 
 from trawl.cluster.redis_coord import (
     LUA_NOW_MS,
@@ -57,9 +31,10 @@ from trawl.cluster.redis_coord import (
     LuaScript,
     unavailable_as_trawl_error,
 )
+from trawl.cluster.redis_replication import UNCONFIRMED, ReplicatedWrites
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from trawl.cluster.redis_coord import ClusterKeys, RedisClient
 
@@ -97,39 +72,10 @@ redis.call('DEL', KEYS[1])
 return 1
 """)
 _FIELDS = ("member", "token", "since_ms", "renewed_ms", "ttl_ms")
+
+
 # A write's reply meaning its node was failing or is no longer the slot's primary: the write
 # may or may not have happened, and nothing confirms it.
-_NOT_CONFIRMED = (
-    redis_errors.ConnectionError,
-    redis_errors.TimeoutError,
-    redis_errors.ClusterDownError,
-    redis_errors.TryAgainError,
-    redis_errors.MovedError,  # includes AskError
-    redis_errors.ReadOnlyError,
-)
-
-
-_UNCONFIRMED = object()  # a write's reply when no replica confirmed it
-
-
-def _replica_count(role: object) -> int:
-    """Replicas a primary's ROLE reply lists; -1 when the node is not a primary."""
-    if isinstance(role, list) and role and role[0] == "master" and isinstance(role[2], list):
-        return len(role[2])
-    return -1
-
-
-@contextlib.contextmanager
-def _rerouted_as_unavailable(what: str) -> Iterator[None]:
-    """redis-py's cluster pipeline, retrying after a connection error, routes each command
-    by its keys and forgets `target_nodes`, so it can't place ROLE and raises: the node
-    failed mid-batch, which is no answer. So is a slot no node serves during a failover."""
-    try:
-        yield
-    except redis_errors.RedisClusterException as error:
-        raise CoordinatorUnavailable(f"redis: {what}: {type(error).__name__}: {error}") from error
-
-
 @dataclass(frozen=True, slots=True)
 class Holder:
     """Who holds a partition's lease, as the server sees it now."""
@@ -169,17 +115,13 @@ class RedisLeases:
     """Acquire, renew and release partition leases; read who holds them.
 
     `replica_wait_s` bounds how long a node waits for a replica to confirm a batch of
-    acquires or renewals (module docstring); keep it well under the shell's request timeout.
+    acquires or renewals (`ReplicatedWrites`); keep it well under the shell's request timeout.
     """
 
     def __init__(self, client: RedisClient, keys: ClusterKeys, replica_wait_s: float = 0.25):
         self._client = client
         self._keys = keys
-        self._wait_ms = str(round(replica_wait_s * 1000))
-        # Node name → replicas its last ROLE listed. Written and read by this object's
-        # batches only; a stale count costs one WAIT that times out, never safety.
-        self._replicas: dict[str, int] = {}
-        self.unconfirmed = 0  # writes answered but not confirmed by a replica, for stats
+        self._writes = ReplicatedWrites(client, replica_wait_s)
 
     async def acquire(self, partition: int, member: str, ttl_s: float) -> int | None:
         """A fencing token if the lease was free and is now `member`'s for `ttl_s`; else None."""
@@ -195,8 +137,8 @@ class RedisLeases:
             (_ACQUIRE.source, [self._keys.lease(p), self._keys.token(p)], [member, _ms(ttl_s)])
             for p in partitions
         ]
-        replies = await self._replicated(f"acquire {len(partitions)} partitions", calls)
-        return [None if reply in (None, _UNCONFIRMED) else int(str(reply)) for reply in replies]
+        replies = await self._writes.run(f"acquire {len(partitions)} partitions", calls)
+        return [None if reply in (None, UNCONFIRMED) else int(str(reply)) for reply in replies]
 
     async def renew(self, partition: int, token: int, ttl_s: float) -> bool:
         """Extend the lease to `ttl_s` from now if it still carries `token`."""
@@ -213,95 +155,10 @@ class RedisLeases:
             for partition, token in leases
         ]
         what = f"renew {len(leases)} partitions"
-        replies = await self._replicated(what, calls)
-        if any(reply is _UNCONFIRMED for reply in replies):
+        replies = await self._writes.run(what, calls)
+        if any(reply is UNCONFIRMED for reply in replies):
             raise CoordinatorUnavailable(f"redis: {what}: no replica confirmed them in time")
         return [reply == 1 for reply in replies]
-
-    async def _replicated(
-        self, what: str, calls: Sequence[tuple[str, list[str], list[str]]]
-    ) -> list[object]:
-        """Run scripts (EVAL, since a pipeline can't recover from a node lacking a script)
-        and confirm them per node with WAIT and ROLE on the same connection. A write whose
-        node did not confirm it answers `_UNCONFIRMED` (None for a refused acquire is a
-        real answer, so it can't stand for that)."""
-        targets = await self._targets(what, [keys[0] for _, keys, _ in calls])
-        pipe = self._client.pipeline(transaction=False)
-        for source, keys, args in calls:
-            pipe.eval(source, len(keys), *keys, *args)
-        for name, target in dict(targets).items():
-            wanted = 1 if self._replicas[name] > 0 else 0
-            routing = {} if target is None else {"target_nodes": target}
-            pipe.execute_command("WAIT", str(wanted), self._wait_ms if wanted else "0", **routing)
-            pipe.execute_command("ROLE", **routing)
-        with unavailable_as_trawl_error(what), _rerouted_as_unavailable(what):
-            if isinstance(pipe, ClusterPipeline):
-                # No redirections: a write redis-py re-sent to another node after MOVED would
-                # not be covered by the WAIT behind it on this connection.
-                replies = await pipe.execute(raise_on_error=False, allow_redirections=False)
-            else:
-                replies = await pipe.execute(raise_on_error=False)
-        writes, checks = replies[: len(calls)], replies[len(calls) :]
-        confirmed = self._confirmed_nodes(list(dict(targets)), checks)
-        if any(isinstance(reply, redis_errors.MovedError) for reply in writes):
-            await self._refresh_slots(what)
-        out: list[object] = []
-        for (name, _), reply in zip(targets, writes, strict=True):
-            if isinstance(reply, _NOT_CONFIRMED) or not confirmed[name]:
-                self.unconfirmed += 1
-                out.append(_UNCONFIRMED)
-            elif isinstance(reply, Exception):
-                raise reply  # we sent something wrong: not Redis being down
-            else:
-                out.append(reply)
-        return out
-
-    async def _targets(self, what: str, keys: Sequence[str]) -> list[tuple[str, object]]:
-        """(node name, target for `target_nodes` or None) of each key's primary; asks ROLE
-        of a node not seen before, so a node without replicas is never made to WAIT."""
-        client = self._client
-        if isinstance(client, RedisCluster):
-            with unavailable_as_trawl_error(what), _rerouted_as_unavailable(what):
-                # After a connection error redis-py only marks the map stale; learn the new
-                # one before reading it (the pipeline would, but only after we picked nodes).
-                if client._initialize:
-                    await client.initialize()
-            found: list[tuple[str, object]] = []
-            for key in keys:
-                node = client.get_node_from_key(key)
-                if node is None:
-                    raise CoordinatorUnavailable(f"redis: {what}: no node serves {key!r}")
-                found.append((node.name, node))
-        else:
-            found = [("", None) for _ in keys]
-        for name, target in dict(found).items():
-            if name not in self._replicas:
-                routing = {} if target is None else {"target_nodes": target}
-                with unavailable_as_trawl_error(f"{what}: ROLE"):
-                    role = await client.execute_command("ROLE", **routing)
-                self._replicas[name] = _replica_count(role)
-        return found
-
-    def _confirmed_nodes(self, names: list[str], checks: list[object]) -> dict[str, bool]:
-        confirmed: dict[str, bool] = {}
-        for i, name in enumerate(names):
-            acks, role = checks[2 * i], checks[2 * i + 1]
-            if isinstance(role, Exception) or isinstance(acks, Exception):
-                confirmed[name] = False
-                continue
-            replicas = _replica_count(role)
-            is_primary = isinstance(role, list) and role[0] == "master"
-            if replicas >= 0:
-                self._replicas[name] = replicas
-            confirmed[name] = is_primary and (int(str(acks)) >= 1 or replicas == 0)
-        return confirmed
-
-    async def _refresh_slots(self, what: str) -> None:
-        """After MOVED: learn the new slot map now (redis-py does it itself only for
-        redirections it follows, and this pipeline follows none)."""
-        if isinstance(self._client, RedisCluster):
-            with unavailable_as_trawl_error(f"{what}: slot map"), _rerouted_as_unavailable(what):
-                await self._client.nodes_manager.initialize()
 
     async def release(self, partition: int, token: int) -> bool:
         """Delete the lease if it still carries `token`; False when it had expired or moved."""
