@@ -209,17 +209,24 @@ class ReplicatedCluster:
         self.killed.append(port)
 
     def wait_promoted(self, timeout_s: float = 20.0) -> float:
-        """Wait until every live node says the cluster is ok with 3 live primaries;
-        returns the seconds waited."""
+        """Wait until the live nodes flag every killed primary as failed, a replica serves
+        its slots and every live node says the cluster is ok; returns the seconds waited."""
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
-            with contextlib.suppress(OSError):
-                states = [ask(port, "CLUSTER", "INFO") for port in self.live_ports()]
-                is_ok = all("cluster_state:ok" in state for state in states)
-                if is_ok and len(self.primary_ports()) == 3:
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if self._is_promoted():
                     return time.monotonic() - started
             time.sleep(0.05)
         raise RuntimeError(f"{self!r}: no promoted replica after {timeout_s} s")
+
+    def _is_promoted(self) -> bool:
+        rows = {_row_port(row): row for row in self.nodes()}
+        if any("fail" not in rows[port][2].split(",") for port in self.killed):
+            return False  # not flagged yet ("fail?" is only suspected)
+        states = [ask(port, "CLUSTER", "INFO") for port in self.live_ports()]
+        return all("cluster_state:ok" in state for state in states) and (
+            len(self.primary_ports()) == 3
+        )
 
 
 def _row_port(row: list[str]) -> int:
