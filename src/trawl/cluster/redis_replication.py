@@ -18,7 +18,12 @@ How this works:
   slot not taken). A MOVED reply makes us learn the new slot map at once.
 - Cost: no extra round trip from the client (WAIT and ROLE ride in the same pipeline); the
   server answers after one replica acknowledgement (REPLCONF GETACK, sent at once when a
-  client blocks in WAIT), about one more loopback round trip per batch, not per lease.
+  client blocks in WAIT), so per batch, not per lease. Measured on loopback (2 shared
+  cores, 900 batches each, old pipeline and this one interleaved in one run): renewing
+  64 leases 1.88 → 2.47 ms a batch on 3 primaries with replicas (x1.31), 1.50 → 1.52 ms
+  on a single Redis (x1.02); one lease 0.19 → 0.34 ms (x1.74) and 0.10 → 0.17 ms. A node
+  sends one renew batch every `renew_after_s` (1.5 s), so this is well under 0.1% of time.
+  The cost of an unconfirmed lease is a partition idle for one `ttl_s`, during failovers.
 - Limits: a replica that is disconnected when ROLE runs is not waited for; Redis Cluster
   promotes one only if it was cut off less than about `cluster-node-timeout` x
   `cluster-replica-validity-factor`, so run replicas with `min-replicas-to-write 1` where
