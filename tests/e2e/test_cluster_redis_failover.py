@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from tests.e2e.cluster_support import running_cluster
+from tests.e2e.support import CONTACT
 from tests.e2e.test_cluster_crawl import (
     PARTITIONS,
     check_complete,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from tests.servers.redis import ReplicatedCluster
     from tests.servers.s3 import S3Server
 
+    from trawl.testweb.request_log import RequestLogRecord
+
 
 WINDOW_S = 15.0
 
@@ -52,6 +55,25 @@ def longest_gap(times: list[float], start: float, end: float) -> float:
     return max(b - a for a, b in itertools.pairwise(points))
 
 
+def node_of(record: RequestLogRecord) -> str:
+    return record.ua.split(f"{CONTACT}/")[1].split(")")[0].split(";")[0].strip()
+
+
+def overlapping_owners(requests: list[RequestLogRecord]) -> list[str]:
+    """Requests to one site by two nodes at once (start before the other's end): what
+    the same partition owned twice would show."""
+    found = []
+    by_site: dict[str, list[RequestLogRecord]] = {}
+    for record in sorted(requests, key=lambda r: r.t_start):
+        by_site.setdefault(registered_domain(record.host), []).append(record)
+    for site, records in by_site.items():
+        for i, later in enumerate(records):
+            for earlier in records[:i]:
+                if node_of(earlier) != node_of(later) and earlier.t_end > later.t_start:
+                    found.append(f"{site}: {earlier.path} by {node_of(earlier)} and {later.path}")
+    return found
+
+
 def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
     tmp_path: Path, web: TestWebProcess, redis_replicated: ReplicatedCluster,
     s3_server: S3Server,
@@ -61,7 +83,9 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
     redis = redis_replicated.server
     with running_cluster(tmp_path, web, redis, s3_server, postgres_dsn) as cluster:
         for node_id in ("n1", "n2", "n3"):
-            cluster.start_node(node_id, *(web.seeds if node_id == "n1" else ()))
+            # Each node's own contact URL names it in the User-Agent of its requests.
+            seeds = web.seeds if node_id == "n1" else ()
+            cluster.start_node(node_id, *seeds, extra=("--contact", f"{CONTACT}/{node_id}"))
         processes = dict(cluster.nodes)
         wait_owned_by(cluster, redis, ["n1", "n2", "n3"], 30)
         quarter = lambda: len(fetched_pages(web)) * 4 >= len(expected)  # noqa: E731
@@ -104,6 +128,7 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
             f" requests to the lost partitions' sites {lost_stall_s:.2f} s, to any site"
             f" {stall_s:.2f} s; their requests at {offsets[:40]} s"
         )
+        assert overlapping_owners(requests) == [], "a site fetched by two nodes at once"
         fetched = fetched_pages(web)
         assert {page: n for page, n in fetched.items() if n > 1} == {}, "fetched twice"
         check_complete(cluster, fetched)

@@ -11,7 +11,15 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from trawl.cluster.redis_coord import ClusterKeys, CoordinatorUnavailable, connect
+import pytest
+from redis.asyncio.connection import Connection
+
+from trawl.cluster.redis_coord import (
+    ClusterKeys,
+    CoordinatorUnavailable,
+    connect,
+    unavailable_as_trawl_error,
+)
 from trawl.cluster.redis_ip_gate import RedisIpGate
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
@@ -95,3 +103,16 @@ def test_issue_19_every_adapter_recovers_without_a_new_client(
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_issue_19_redis_pys_own_failures_are_unavailable_ours_are_not():
+    # A connection never connected has no writer: redis-py fails inside its own code, as
+    # when a failover closed the connection under it (redis-py #3815).
+    async def write_unconnected() -> None:
+        await Connection()._send_packed_command([b"PING\r\n"])
+
+    unavailable = pytest.raises(CoordinatorUnavailable, match="AttributeError in redis-py")
+    with unavailable, unavailable_as_trawl_error("ping"):
+        asyncio.run(write_unconnected())
+    with pytest.raises(AttributeError), unavailable_as_trawl_error("ours"):
+        None.missing  # type: ignore[attr-defined]  # noqa: B018 - a bug of our own
