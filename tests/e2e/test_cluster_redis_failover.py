@@ -134,3 +134,6 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
         check_complete(cluster, fetched)
         logs = {node_id: cluster.log_of(node_id) for node_id in codes}
         assert any("redis:" in log for log in logs.values()), "no node said Redis failed"
+        said = [n for n, log in logs.items() if "lease requests answered again after" in log]
+        print(f"nodes that logged lease requests failing and answered again: {said}")
+        assert said, "no node said its lease requests failed and recovered"
