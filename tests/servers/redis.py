@@ -1,4 +1,5 @@
-"""Real redis-server processes on loopback: a single node and a 3-node Redis Cluster.
+"""Real redis-server processes on loopback: a single node, a 3-node Redis Cluster, and a
+6-node one (3 primaries with a replica each) whose primaries a test may kill.
 
 Each is started at most once per test session, in its own temporary directory, on free
 127.0.0.1 ports, without persistence, and stopped at the end of the session. Nothing here
@@ -7,7 +8,7 @@ redis-server and redis-cli; `bench/link_routing.py` starts its node with `runnin
 
 tests/conftest.py registers this module as a plugin, so one instance of each serves the whole
 session: take `redis_server` (runs the test on both), `redis_single` or `redis_cluster` as an
-argument.
+argument. `redis_replicated` is started for each test that takes it, since tests kill its nodes.
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def _wait_until(check: str, port: int, *args: str) -> None:
         time.sleep(0.05)
 
 
-def _start_node(workdir: Path, port: int, cluster: bool) -> subprocess.Popen[bytes]:
+def _start_node(
+    workdir: Path, port: int, cluster: bool, node_timeout_ms: int = 5000
+) -> subprocess.Popen[bytes]:
     server = shutil.which("redis-server")
     if server is None:
         pytest.fail("redis-server not found: .ci/run installs it (apt-get install redis-server)")
@@ -105,17 +108,19 @@ def _start_node(workdir: Path, port: int, cluster: bool) -> subprocess.Popen[byt
     args += ["--daemonize", "no", "--dir", str(workdir), "--logfile", f"redis-{port}.log"]
     if cluster:
         args += ["--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"]
-        args += ["--cluster-node-timeout", "5000"]
+        args += ["--cluster-node-timeout", str(node_timeout_ms)]
+        args += ["--repl-diskless-sync-delay", "0"]  # a replica syncs at once, not after 5 s
     quiet = subprocess.DEVNULL  # it logs to its --logfile
     return subprocess.Popen(args, cwd=workdir, stdout=quiet, stderr=quiet)
 
 
-def _create_cluster(ports: list[int]) -> None:
+def _create_cluster(ports: list[int], replicas: int = 0) -> None:
     cli = shutil.which("redis-cli")
     if cli is None:
         pytest.fail("redis-cli not found: .ci/run installs it (apt-get install redis-server)")
     nodes = [f"{HOST}:{port}" for port in ports]
-    args = [cli, "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"]
+    args = [cli, "--cluster", "create", *nodes, "--cluster-replicas", str(replicas)]
+    args += ["--cluster-yes"]
     subprocess.run(args, check=True, capture_output=True, timeout=60)
     for port in ports:
         _wait_until("cluster_state:ok", port, "CLUSTER", "INFO")
@@ -147,6 +152,114 @@ def running_redis(workdir: Path, cluster: bool) -> Iterator[RedisServer]:
         yield RedisServer(f"redis://{HOST}:{ports[0]}/0", cluster, tuple(ports))
     finally:
         _stop(processes)
+
+
+class ReplicatedCluster:
+    """A Redis Cluster of 3 primaries with one replica each, for one test: `kill_primary`
+    kills one with SIGKILL and `wait_promoted` waits until its replica serves its slots."""
+
+    NODE_TIMEOUT_MS = 1000  # a dead primary is failed over about 1-3 s after its death
+
+    def __init__(self, ports: list[int], processes: list[subprocess.Popen[bytes]]) -> None:
+        self.ports = ports
+        self.processes = dict(zip(ports, processes, strict=True))
+        self.server = RedisServer(f"redis://{HOST}:{ports[0]}/0", True, tuple(ports))
+        self.killed: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"<ReplicatedCluster ports={self.ports} killed={self.killed}>"
+
+    def live_ports(self) -> list[int]:
+        return [port for port in self.ports if port not in self.killed]
+
+    def nodes(self) -> list[list[str]]:
+        """CLUSTER NODES rows as a live node sees them (id, addr, flags, master, ...)."""
+        reply = ask(self.live_ports()[0], "CLUSTER", "NODES")
+        return [line.split() for line in reply.splitlines() if "@" in line]
+
+    def primary_ports(self) -> list[int]:
+        rows = self.nodes()
+        return sorted(_row_port(r) for r in rows if "master" in r[2] and "fail" not in r[2])
+
+    def primary_of(self, key: str) -> int:
+        """The port of the primary serving `key` now."""
+        slot = int(ask(self.live_ports()[0], "CLUSTER", "KEYSLOT", key).strip().lstrip(":"))
+        for row in self.nodes():
+            if "master" not in row[2] or "fail" in row[2]:
+                continue
+            for span in row[8:]:
+                low, _, high = span.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return _row_port(row)
+        raise RuntimeError(f"no primary serves slot {slot} of {key!r}")
+
+    def wait_replicated(self) -> None:
+        """Wait until each primary has its replica connected and in sync."""
+        primaries = self.primary_ports()
+        for port in primaries:
+            _wait_until("connected_slaves:1", port, "INFO", "replication")
+        for port in set(self.live_ports()) - set(primaries):
+            _wait_until("master_link_status:up", port, "INFO", "replication")
+
+    def kill_primary(self, port: int) -> None:
+        """SIGKILL the primary on `port`: no shutdown, no last replication."""
+        process = self.processes[port]
+        process.kill()
+        process.wait()
+        self.killed.append(port)
+
+    def wait_promoted(self, timeout_s: float = 20.0) -> float:
+        """Wait until the live nodes flag every killed primary as failed, a replica serves
+        its slots and every live node says the cluster is ok; returns the seconds waited."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if self._is_promoted():
+                    return time.monotonic() - started
+            time.sleep(0.05)
+        raise RuntimeError(f"{self!r}: no promoted replica after {timeout_s} s")
+
+    def _is_promoted(self) -> bool:
+        rows = {_row_port(row): row for row in self.nodes()}
+        if any("fail" not in rows[port][2].split(",") for port in self.killed):
+            return False  # not flagged yet ("fail?" is only suspected)
+        states = [ask(port, "CLUSTER", "INFO") for port in self.live_ports()]
+        return all("cluster_state:ok" in state for state in states) and (
+            len(self.primary_ports()) == 3
+        )
+
+
+def _row_port(row: list[str]) -> int:
+    return int(row[1].split("@")[0].rsplit(":", 1)[1])
+
+
+@contextlib.contextmanager
+def running_replicated_cluster(workdir: Path) -> Iterator[ReplicatedCluster]:
+    """Start 6 clustered nodes (3 primaries, 3 replicas, a short node timeout) under
+    `workdir`; stop the ones still running on exit."""
+    ports = [free_port(cluster=True) for _ in range(6)]
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for port in ports:
+            timeout_ms = ReplicatedCluster.NODE_TIMEOUT_MS
+            processes.append(_start_node(workdir, port, True, node_timeout_ms=timeout_ms))
+        for port in ports:
+            _wait_until("PONG", port, "PING")
+        _create_cluster(ports, replicas=1)
+        cluster = ReplicatedCluster(ports, processes)
+        cluster.wait_replicated()
+        yield cluster
+    finally:
+        _stop(processes)
+
+
+@pytest.fixture(name="redis_replicated")
+def redis_replicated_fixture(tmp_path: Path) -> Iterator[ReplicatedCluster]:
+    """A private 6-node Redis Cluster per test: tests kill its primaries."""
+    workdir = tmp_path / "redis-replicated"
+    workdir.mkdir()
+    with running_replicated_cluster(workdir) as cluster:
+        yield cluster
 
 
 @contextlib.contextmanager

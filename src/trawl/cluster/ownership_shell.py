@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -59,9 +60,11 @@ if TYPE_CHECKING:
     from trawl.cluster.redis_members import RedisMembers
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 # No answer in time, or none at all: the request may or may not have been applied.
 _NO_ANSWER = (CoordinatorUnavailable, TimeoutError)
 EXPIRY_SLACK_S = 0.05  # look again this long after another member's entry should expire
+OUTAGE_LOG_S = 10.0  # at most one "lease requests failing" line this often
 MIN_MARGIN_S = 0.5  # see ClusterTiming: the cut's lateness under load, plus clock rates
 
 
@@ -173,6 +176,10 @@ class OwnershipShell:
         self._drain_until: float | None = None  # set once deregistered: stop driving then
         self._tasks: asyncio.TaskGroup | None = None
         self._handler: PartitionHandler | None = None  # run()'s: callbacks run inside it
+        # For `_note_answer`'s log lines, not one per retry. Event loop only.
+        self._failing_since: float | None = None  # when requests began failing; None: answered
+        self._outage_logged_at: float | None = None
+        self._failures = 0
 
     # -- questions (the crawler's) -------------------------------------------------------------
     def may_fetch(self, partition: int) -> bool:
@@ -234,8 +241,11 @@ class OwnershipShell:
     async def _follow_members(self) -> None:
         while not self._stopping.is_set():
             wait_s = self._timing.heartbeat_s
-            with contextlib.suppress(*_NO_ANSWER):  # a missed heartbeat is retried next period
+            try:
                 wait_s = min(wait_s, await self._refresh_members() + EXPIRY_SLACK_S)
+                self._note_answer(None)
+            except _NO_ANSWER as exc:  # a missed heartbeat is retried next period
+                self._note_answer(exc)
             await _wait(self._stopping, wait_s)
         await self._leave()
 
@@ -317,9 +327,40 @@ class OwnershipShell:
         thousand acquires would lose its lease."""
         try:
             async with asyncio.timeout(self._timing.request_timeout_s):
-                return True, await send()
-        except _NO_ANSWER:
+                answer = await send()
+        except _NO_ANSWER as exc:
+            self._note_answer(exc)
             return False, None
+        self._note_answer(None)
+        return True, answer
+
+    def _note_answer(self, error: BaseException | None) -> None:
+        """Log when lease requests and heartbeats start failing and when they are answered
+        again (each lease still stops fetching at its own deadline meanwhile): at most one
+        failure line per `OUTAGE_LOG_S`, however often they fail or flip back and forth."""
+        now = self._now()
+        if error is None:
+            logged = self._outage_logged_at
+            if (
+                self._failing_since is not None
+                and logged is not None
+                and logged >= self._failing_since
+            ):
+                log.warning("lease requests answered again after %.1f s", now - self._failing_since)
+            self._failing_since = None
+            return
+        self._failures += 1
+        if self._failing_since is None:
+            self._failing_since = now
+        if self._outage_logged_at is None or now - self._outage_logged_at >= OUTAGE_LOG_S:
+            self._outage_logged_at = now
+            what = str(error) or f"no answer in {self._timing.request_timeout_s} s"
+            log.warning(
+                "lease requests failing (%d so far), will retry; fetching stops at each"
+                " lease's deadline until they are answered: %s",
+                self._failures,
+                what,
+            )
 
     async def _acquire_many(self, requests: list[Acquire]) -> None:
         partitions, ttl_s = [r.partition for r in requests], self._timing.lease_ttl_s

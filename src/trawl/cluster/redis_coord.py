@@ -11,8 +11,14 @@ How this works:
   cluster's nodes; a partition's own keys always live together.
 - The adapters built on this (`redis_members`, `redis_leases`, `redis_links`) use the
   server's clock (`TIME`, `PX`), never this machine's, for anything that expires.
-- Redis failing to answer (refused, reset, timed out, cluster down) is `CoordinatorUnavailable`;
-  any other Redis error means we sent something wrong and propagates unchanged.
+- Redis failing to answer (refused, reset, timed out, cluster down, a slot no node serves)
+  is `CoordinatorUnavailable`; any other Redis error means we sent something wrong and
+  propagates unchanged. So do our own bugs, but not redis-py's: during a Redis Cluster
+  failover its asyncio client closes every connection when one fails, under other tasks
+  still using them, which then fail inside redis-py with AttributeError, TypeError or
+  RuntimeError ("unable to perform operation on <TCPTransport closed=True>")
+  (redis-py #3546, #3815, #3835; seen in tests/e2e/test_cluster_redis_failover.py).
+  Those, when raised from redis-py's own code, count as Redis not answering too.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ import contextlib
 import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import redis
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis, RedisCluster
 
@@ -39,7 +47,10 @@ _UNAVAILABLE = (
     redis_errors.TimeoutError,
     redis_errors.ClusterDownError,  # includes MasterDownError
     redis_errors.TryAgainError,
+    redis_errors.SlotNotCoveredError,
 )
+_REDIS_PY = Path(redis.__file__).parent
+_TRAWL = Path(__file__).parents[1]
 
 
 class CoordinatorUnavailable(TrawlError):
@@ -53,6 +64,26 @@ def unavailable_as_trawl_error(what: str) -> Iterator[None]:
         yield
     except _UNAVAILABLE as error:
         raise CoordinatorUnavailable(f"redis: {what}: {type(error).__name__}: {error}") from error
+    except (AttributeError, TypeError, RuntimeError) as error:
+        if not _raised_by_redis_py(error):
+            raise
+        raise CoordinatorUnavailable(
+            f"redis: {what}: {type(error).__name__} in redis-py (a connection closed under"
+            f" it during a failover): {error}"
+        ) from error
+
+
+def _raised_by_redis_py(error: BaseException) -> bool:
+    """Whether the innermost frame of trawl or redis-py that raised `error` is redis-py's
+    (deeper frames of asyncio, uvloop or the like don't decide whose fault it is)."""
+    innermost: Path | None = None
+    tb = error.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.is_relative_to(_REDIS_PY) or path.is_relative_to(_TRAWL):
+            innermost = path
+        tb = tb.tb_next
+    return innermost is not None and innermost.is_relative_to(_REDIS_PY)
 
 
 async def connect(redis_url: str, timeout_s: float = 5.0) -> RedisClient:

@@ -27,6 +27,12 @@ How this works:
 - Holds expire, so a member that crashes mid-request blocks the IP for at most
   `hold_ttl_s`; make it longer than the longest request (the fetch timeout). The holds key
   expires with its last hold and `…:last` once the gap has passed, so idle IPs vanish.
+- Failover (issue 19): a hold or a send note the primary answered but no replica has
+  would vanish when the replica takes over, letting another member's request reach the IP
+  at once. So both count only once a replica confirms them (`redis_replication`): an
+  unconfirmed `try_acquire` raises CoordinatorUnavailable (no slot; the hold, if it
+  survived, expires after `hold_ttl_s`), and the slot of an unconfirmed `note_sent` is
+  not given back by `release`, so its unsent mark keeps the IP closed until it expires.
 - `release(ip)` deletes one of this gate's holds on `ip` (the oldest: requests mostly end in
   the order they started), and its unsent mark if the request never went out. A hold that
   already expired is simply gone.
@@ -40,7 +46,13 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trawl.cluster.redis_coord import LUA_NOW_MS, LuaScript, unavailable_as_trawl_error
+from trawl.cluster.redis_coord import (
+    LUA_NOW_MS,
+    CoordinatorUnavailable,
+    LuaScript,
+    unavailable_as_trawl_error,
+)
+from trawl.cluster.redis_replication import UNCONFIRMED, ReplicatedWrites
 from trawl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -123,6 +135,8 @@ class RedisIpGate:
         "_holds",
         "_keys",
         "_refusals",
+        "_unnoted",
+        "_writes",
         "hold_ttl_s",
         "max_in_flight",
         "member",
@@ -156,6 +170,9 @@ class RedisIpGate:
         self._holds: dict[str, list[str]] = {}  # ip → hold ids, oldest first
         self._acquires = 0
         self._refusals = 0
+        self._writes = ReplicatedWrites(client)
+        # Hold ids whose send note no replica confirmed: `release` leaves them to expire.
+        self._unnoted: set[str] = set()
 
     def _ip_keys(self, ip: str) -> list[str]:
         tag = f"trawl:{{{self._keys.cluster}:ip:{ip}}}"
@@ -173,8 +190,10 @@ class RedisIpGate:
             str(round(self.min_gap_s * 1000)),
             str(round(self.hold_ttl_s * 1000)),
         ]
-        with unavailable_as_trawl_error(f"acquire a slot on IP {ip}"):
-            reply = await _TRY_ACQUIRE.run(self._client, self._ip_keys(ip), args)
+        what = f"acquire a slot on IP {ip}"
+        [reply] = await self._writes.run(what, [(_TRY_ACQUIRE.source, self._ip_keys(ip), args)])
+        if reply is UNCONFIRMED:
+            raise CoordinatorUnavailable(f"redis: {what}: no replica confirmed it in time")
         wait_ms = int(str(reply))
         if wait_ms >= 0:
             self._refusals += 1
@@ -195,8 +214,15 @@ class RedisIpGate:
         if hold_id is None:
             return  # released already: its unsent mark went with it
         args = [hold_id, str(round(self.min_gap_s * 1000))]
-        with unavailable_as_trawl_error(f"note a request sent to IP {ip}"):
-            await _NOTE_SENT.run(self._client, self._ip_keys(ip), args)
+        what = f"note a request sent to IP {ip}"
+        try:
+            [reply] = await self._writes.run(what, [(_NOTE_SENT.source, self._ip_keys(ip), args)])
+        except CoordinatorUnavailable:
+            self._unnoted.add(hold_id)
+            raise
+        if reply is UNCONFIRMED:
+            self._unnoted.add(hold_id)
+            raise CoordinatorUnavailable(f"redis: {what}: no replica confirmed it in time")
 
     async def release(self, ip: str) -> None:
         """Give back a slot taken by `try_acquire`; raises RuntimeError if none was taken.
@@ -210,6 +236,11 @@ class RedisIpGate:
         hold_id = held.pop(0)
         if not held:
             del self._holds[ip]
+        if hold_id in self._unnoted:
+            # The server may have only the admission as the last start: keep the unsent
+            # mark, which closes the IP until the hold expires, rather than open it early.
+            self._unnoted.discard(hold_id)
+            return
         with unavailable_as_trawl_error(f"release a slot on IP {ip}"):
             await _RELEASE.run(self._client, self._ip_keys(ip), [hold_id])
 

@@ -10,6 +10,12 @@ How this works:
 - renew and release: only if the lease still carries the caller's token (compare-and-PEXPIRE,
   compare-and-DEL). Tokens are never reused, so a match proves the caller held the lease
   without a break, and a member that lost its lease can never touch its successor's.
+- Replication (issue 19): acquires and renewals count only once a replica has them
+  (`redis_replication`), so a confirmed lease and its token survive a primary's death. An
+  unconfirmed acquire answers None (the lease, if it survives, expires after `ttl_s`); an
+  unconfirmed renew batch raises CoordinatorUnavailable, so the shell keeps each lease's
+  old deadline, which the promoted replica honours. Releases need no confirmation: a lost
+  release only leaves a lease to expire.
 - Lease ages for `trawl cluster status` come from the server's own numbers (`ttl_ms` minus
   `PTTL` is the time since the last renewal), so no two clocks are compared.
 """
@@ -19,7 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trawl.cluster.redis_coord import LUA_NOW_MS, LuaScript, unavailable_as_trawl_error
+from trawl.cluster.redis_coord import (
+    LUA_NOW_MS,
+    CoordinatorUnavailable,
+    LuaScript,
+    unavailable_as_trawl_error,
+)
+from trawl.cluster.redis_replication import UNCONFIRMED, ReplicatedWrites
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,6 +74,8 @@ return 1
 _FIELDS = ("member", "token", "since_ms", "renewed_ms", "ttl_ms")
 
 
+# A write's reply meaning its node was failing or is no longer the slot's primary: the write
+# may or may not have happened, and nothing confirms it.
 @dataclass(frozen=True, slots=True)
 class Holder:
     """Who holds a partition's lease, as the server sees it now."""
@@ -98,48 +112,52 @@ def _holder(partition: int, fields: Sequence[str | None], pttl_ms: int) -> Holde
 
 
 class RedisLeases:
-    """Acquire, renew and release partition leases; read who holds them."""
+    """Acquire, renew and release partition leases; read who holds them.
 
-    def __init__(self, client: RedisClient, keys: ClusterKeys) -> None:
+    `replica_wait_s` bounds how long a node waits for a replica to confirm a batch of
+    acquires or renewals (`ReplicatedWrites`); keep it well under the shell's request timeout.
+    """
+
+    def __init__(self, client: RedisClient, keys: ClusterKeys, replica_wait_s: float = 0.25):
         self._client = client
         self._keys = keys
+        self._writes = ReplicatedWrites(client, replica_wait_s)
 
     async def acquire(self, partition: int, member: str, ttl_s: float) -> int | None:
         """A fencing token if the lease was free and is now `member`'s for `ttl_s`; else None."""
-        keys = [self._keys.lease(partition), self._keys.token(partition)]
-        with unavailable_as_trawl_error(f"acquire partition {partition}"):
-            reply = await _ACQUIRE.run(self._client, keys, [member, _ms(ttl_s)])
-        return None if reply is None else int(str(reply))
+        return (await self.acquire_many([partition], member, ttl_s))[0]
 
     async def acquire_many(
         self, partitions: Sequence[int], member: str, ttl_s: float
     ) -> list[int | None]:
         """`acquire` for many partitions in one pipeline: a member taking a thousand
-        partitions (its start, a crashed member's share) asks in one round trip."""
-        pipe = self._client.pipeline(transaction=False)
-        for partition in partitions:
-            keys = (self._keys.lease(partition), self._keys.token(partition))
-            pipe.eval(_ACQUIRE.source, 2, *keys, member, _ms(ttl_s))
-        with unavailable_as_trawl_error(f"acquire {len(partitions)} partitions"):
-            replies = await pipe.execute()
-        return [None if reply is None else int(str(reply)) for reply in replies]
+        partitions (its start, a crashed member's share) asks in one round trip. A lease
+        no replica confirmed answers None, like a refused one."""
+        calls = [
+            (_ACQUIRE.source, [self._keys.lease(p), self._keys.token(p)], [member, _ms(ttl_s)])
+            for p in partitions
+        ]
+        replies = await self._writes.run(f"acquire {len(partitions)} partitions", calls)
+        return [None if reply in (None, UNCONFIRMED) else int(str(reply)) for reply in replies]
 
     async def renew(self, partition: int, token: int, ttl_s: float) -> bool:
         """Extend the lease to `ttl_s` from now if it still carries `token`."""
-        keys = [self._keys.lease(partition)]
-        with unavailable_as_trawl_error(f"renew partition {partition}"):
-            reply = await _RENEW.run(self._client, keys, [str(token), _ms(ttl_s)])
-        return reply == 1
+        return (await self.renew_many([(partition, token)], ttl_s))[0]
 
     async def renew_many(self, leases: Sequence[tuple[int, int]], ttl_s: float) -> list[bool]:
         """`renew` for many (partition, token) pairs in one pipeline: a member holding a
-        thousand partitions renews them in one round trip, not a thousand."""
-        pipe = self._client.pipeline(transaction=False)
-        for partition, token in leases:
-            # EVAL, not EVALSHA: a pipeline can't recover from a node lacking the script.
-            pipe.eval(_RENEW.source, 1, self._keys.lease(partition), str(token), _ms(ttl_s))
-        with unavailable_as_trawl_error(f"renew {len(leases)} partitions"):
-            replies = await pipe.execute()
+        thousand partitions renews them in one round trip, not a thousand.
+
+        Raises CoordinatorUnavailable when a renewal no replica confirmed is among them, so
+        the caller keeps every old deadline (which a promoted replica would honour)."""
+        calls = [
+            (_RENEW.source, [self._keys.lease(partition)], [str(token), _ms(ttl_s)])
+            for partition, token in leases
+        ]
+        what = f"renew {len(leases)} partitions"
+        replies = await self._writes.run(what, calls)
+        if any(reply is UNCONFIRMED for reply in replies):
+            raise CoordinatorUnavailable(f"redis: {what}: no replica confirmed them in time")
         return [reply == 1 for reply in replies]
 
     async def release(self, partition: int, token: int) -> bool:

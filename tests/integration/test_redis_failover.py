@@ -1,0 +1,118 @@
+"""Issue 19: a Redis Cluster primary dies and its replica takes over.
+
+Leases and tokens the adapter confirmed must be on the promoted replica (nothing owned
+twice, no token handed out again), every call during the failover must fail as
+`CoordinatorUnavailable`, and the same client must reach the promoted replica by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from redis.asyncio.connection import Connection
+
+from trawl.cluster.redis_coord import (
+    ClusterKeys,
+    CoordinatorUnavailable,
+    connect,
+    unavailable_as_trawl_error,
+)
+from trawl.cluster.redis_ip_gate import RedisIpGate
+from trawl.cluster.redis_leases import RedisLeases
+from trawl.cluster.redis_links import RedisLinks
+from trawl.cluster.redis_members import RedisMembers
+
+if TYPE_CHECKING:
+    from tests.servers.redis import ReplicatedCluster
+
+PARTITIONS = 48  # enough to land on all three primaries
+
+
+async def _until_answered(call, timeout_s: float = 20.0):
+    """Retry `call` while Redis is failing over; only CoordinatorUnavailable may escape it."""
+    deadline = time.monotonic() + timeout_s
+    failures = 0
+    while True:
+        try:
+            return await call(), failures
+        except CoordinatorUnavailable:
+            failures += 1
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+def test_issue_19_confirmed_leases_survive_a_primary_killed(redis_replicated: ReplicatedCluster):
+    async def main() -> None:
+        keys = ClusterKeys("failover")
+        client = await connect(redis_replicated.server.url, timeout_s=1.0)
+        try:
+            leases = RedisLeases(client, keys)
+            tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
+            assert all(token is not None for token in tokens)
+            victim = redis_replicated.primary_of(keys.lease(0))
+            on_victim = [
+                p for p in range(PARTITIONS) if redis_replicated.primary_of(keys.lease(p)) == victim
+            ]
+            redis_replicated.kill_primary(victim)
+            # Until the replica is promoted, the victim's slots fail as unavailable only.
+            renewals, failures = await _until_answered(
+                lambda: leases.renew_many([(p, tokens[p]) for p in on_victim], ttl_s=60.0)
+            )
+            assert renewals == [True] * len(on_victim), "a confirmed lease was lost"
+            assert failures >= 1, "the renewals never saw the failover"
+            redis_replicated.wait_promoted()
+            # Nobody else can take them, and the owner still holds every one.
+            others = await leases.acquire_many(range(PARTITIONS), "m2", ttl_s=60.0)
+            assert others == [None] * PARTITIONS
+            holders = await leases.holders(range(PARTITIONS))
+            assert [(h.member, h.token) for h in holders if h] == [("m1", t) for t in tokens]
+            # Tokens keep increasing across the failover.
+            assert await leases.release_many([(p, tokens[p]) for p in on_victim])
+            again = await leases.acquire_many(on_victim, "m2", ttl_s=60.0)
+            assert all(
+                new is not None and new > tokens[p] for p, new in zip(on_victim, again, strict=True)
+            )
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_issue_19_every_adapter_recovers_without_a_new_client(
+    redis_replicated: ReplicatedCluster,
+):
+    async def main() -> None:
+        keys = ClusterKeys("recover")
+        client = await connect(redis_replicated.server.url, timeout_s=1.0)
+        try:
+            members = RedisMembers(client, keys)
+            links = RedisLinks(client, keys)
+            await members.heartbeat("m1", {}, ttl_s=30.0)
+            redis_replicated.kill_primary(redis_replicated.primary_of(keys.members()))
+            _, failures = await _until_answered(lambda: members.heartbeat("m1", {}, ttl_s=30.0))
+            assert failures >= 1
+            assert await members.live_members() == ["m1"]
+            await _until_answered(lambda: links.streams(list(range(8))))
+            gate = RedisIpGate(client, keys, "m1", max_in_flight=1, min_gap_s=0.0, hold_ttl_s=5.0)
+            assert await _until_answered(lambda: gate.try_acquire("127.0.0.9")) == (None, 0)
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_issue_19_redis_pys_own_failures_are_unavailable_ours_are_not():
+    # A connection never connected has no writer: redis-py fails inside its own code, as
+    # when a failover closed the connection under it (redis-py #3815).
+    async def write_unconnected() -> None:
+        await Connection()._send_packed_command([b"PING\r\n"])
+
+    unavailable = pytest.raises(CoordinatorUnavailable, match="AttributeError in redis-py")
+    with unavailable, unavailable_as_trawl_error("ping"):
+        asyncio.run(write_unconnected())
+    with pytest.raises(AttributeError), unavailable_as_trawl_error("ours"):
+        None.missing  # type: ignore[attr-defined]  # noqa: B018 - a bug of our own
