@@ -3,7 +3,8 @@
 Three `trawl node` processes crawl the test web through a private Redis Cluster of three
 primaries with a replica each (tests/servers/redis.py `redis_replicated`), on the shared
 PostgreSQL and S3 servers. One primary gets SIGKILL; no trawl node is restarted. The crawl
-must still end with every page fetched once and stored, no politeness violation in the
+must still end with every page fetched and stored (a page fetched again only on a
+partition whose leases lived on the dead primary), no politeness violation in the
 web's request log, and the nodes saying in their logs that Redis was failing.
 """
 
@@ -130,7 +131,14 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
         )
         assert overlapping_owners(requests) == [], "a site fetched by two nodes at once"
         fetched = fetched_pages(web)
-        assert {page: n for page, n in fetched.items() if n > 1} == {}, "fetched twice"
+        # A page whose record its node could not publish while Redis failed over (links go
+        # first, to the streams) is fetched again by the partition's next holder: at least
+        # once, never lost. Only the lost partitions may see that.
+        twice = {page: n for page, n in fetched.items() if n > 1}
+        print(f"fetched again after the failover: {twice}")
+        assert all(
+            partition_of(registered_domain(host), PARTITIONS) in lost for host, _ in twice
+        ), twice
         check_complete(cluster, fetched)
         logs = {node_id: cluster.log_of(node_id) for node_id in codes}
         assert any("redis:" in log for log in logs.values()), "no node said Redis failed"
