@@ -164,6 +164,7 @@ async def _run(
         leases=RedisLeases(client, keys),
         timing=timing,
         info={"version": __version__, "host": socket.gethostname(), "started": str(time.time())},
+        live_info=outages.member_info,
         cuts=LeaseCuts(),
     )
     publisher = CommitPublisher(pg, warc=warc, buffers=buffers, links=links, outages=outages)
