@@ -25,6 +25,11 @@ How this works:
   owner starts from what is published and never fetches while we do.
 - Every `checkpoint_interval_s` each changed partition is checkpointed, and its stream
   trimmed up to the position the checkpoint covers.
+- A store that fails (issue 19) pauses, never stops, the node: a take-over retries its
+  checkpoint and page reads every STORE_RETRY_S (its sites wait: `may_fetch` says yes only
+  once it returns); a hand-over publishes until every page done is in the shared stores
+  before its lease goes (a failed checkpoint is skipped: the streams and records cover it);
+  the consumer reads an entry again when a new site's host record could not be read.
 - Control entries on a stream are an operator's instructions: a site's limits, applied
   here, or a scope change, applied by `ClusterScope` (cluster_scope.py, issue 16).
 """
