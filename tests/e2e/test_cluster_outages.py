@@ -43,8 +43,9 @@ OUTAGE_S = 20.0
 
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[TestWebProcess]:
-    # 40 pages a site at one a second at most: every site still has pages at the outage.
-    with TestWebProcess(sites=12, pages=40, workdir=tmp_path) as running:
+    # 30 pages a site at one a second at most: every site still has pages at the outage,
+    # and each test stays under 2 minutes.
+    with TestWebProcess(sites=12, pages=30, workdir=tmp_path) as running:
         yield running
 
 
