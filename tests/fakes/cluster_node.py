@@ -17,6 +17,7 @@ from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.node import ClusterNode
 from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.placement import NodePlacement
+from trawl.cluster.store_outages import StoreOutages
 from trawl.config import Settings, with_overrides
 from trawl.seen.partitioned import PartitionedSeen
 from trawl.wiring.embedded import build_context
@@ -44,6 +45,7 @@ class Publisher:
         self.pending: list[str] = []
         self.published: set[str] = set()
         self.during: Callable[[], Awaitable[None]] | None = None
+        self.outages = StoreOutages()  # no store fails here
 
     def fetched_since(self, since: dict[int, float]) -> dict[int, list[str]]:
         return {partition: sorted(self.published) for partition in since}
@@ -51,8 +53,9 @@ class Publisher:
     def waiting_renders(self, since: dict[int, float]) -> dict[int, list[object]]:
         return {}  # no page here is built by JavaScript
 
-    async def publish(self) -> None:
+    async def publish(self) -> bool:
         await self.publish_with(lambda: None)
+        return True
 
     async def publish_with(self, snapshot: Callable[[], T]) -> T:
         taken = snapshot()

@@ -62,8 +62,8 @@ class AllLeases:
 
 
 class NoCoordinator(FreeIpSlots):
-    async def publish(self) -> None:
-        return None
+    async def publish(self) -> bool:
+        return True
 
 
 def node_context(tmp_path: Path, clock: StoppedClock, table: PartitionTable) -> CrawlContext:

@@ -208,3 +208,38 @@ def test_ranges() -> None:
     assert ranges([7, 0, 1, 2, 3, 9, 10]) == "0-3, 7, 9-10"
     assert ranges([]) == "none"
     assert ranges(range(0, 100, 2), limit=3) == "0, 2, 4 and 47 more"
+
+
+def test_issue_19_a_member_failing_on_a_store_is_shown_and_measured() -> None:
+    import dataclasses
+    import io
+
+    from trawl.cluster.status_metrics import status_metrics
+    from trawl.cluster.store_outages import Store, StoreOutages
+
+    outages = StoreOutages()
+    outages.note_failure(Store.POSTGRES, 1000.0, "connection refused")
+    outages.note_backlog(7, 4096)
+    failing = MemberStatus("node-1", True, 9.0, 0, {"host": "h1", **outages.member_info()})
+    status = dataclasses.replace(
+        big_status(8), generated_at=1012.0, members=(failing,), checkpoints_error="s3 down"
+    )
+    out = io.StringIO()
+    render(status, out)
+    text = out.getvalue()
+    assert "WARNING: node-1: postgres failing for 12 s; holding 7 commit cuts" in text
+    assert "fetches paused" in text
+    assert "WARNING: checkpoints unknown: s3 down" in text
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in status_metrics(status)
+        for s in family.samples
+    }
+    member = (("member", "node-1"),)
+    assert (
+        samples[("trawl_cluster_store_failing_since_seconds", (*member, ("store", "postgres")))]
+        == 1000.0
+    )
+    assert samples[("trawl_cluster_backlog_cuts", member)] == 7
+    assert samples[("trawl_cluster_fetches_paused", member)] == 1
+    assert not any(name == "trawl_cluster_checkpoint_age_seconds_max" for name, _ in samples)

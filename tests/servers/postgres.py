@@ -14,6 +14,10 @@ tests/conftest.py registers this module as a plugin (one server per session): ta
 `postgres_dsn` (or `postgres_server`) as an argument. Scripts outside pytest
 (`bench/records_backends.py`) use `temporary_postgres()`.
 `.ci/run` installs the binaries (apt-get install postgresql).
+
+Outage tests (issue 19) start a private server with `temporary_postgres()` and take it down
+with `stop_keeping_data` and up again with `restart`, on the same port and data directory
+(never the session's server: other tests share it).
 """
 
 from __future__ import annotations
@@ -80,17 +84,8 @@ def start_server(bin_dir: Path, *, fsync: bool = False) -> PostgresServer:
         [bin_dir / "initdb", "-D", server.data_dir, "-U", "postgres", "--auth=trust"],
         ["-E", "UTF8", "--locale=C", "--no-sync"],
     )
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {server.port} -c unix_socket_directories={root}"
-        " -c max_connections=60"
-    )
-    if not fsync:
-        options += " -c fsync=off -c full_page_writes=off"
     try:
-        _run_as_owner(
-            [bin_dir / "pg_ctl", "start", "-w", "-t", "60", "-D", server.data_dir],
-            ["-l", root / "server.log", "-o", options],
-        )
+        _pg_ctl_start(server, fsync=fsync)
     except subprocess.CalledProcessError:
         log = (root / "server.log").read_text(errors="replace")
         shutil.rmtree(root, ignore_errors=True)
@@ -98,6 +93,31 @@ def start_server(bin_dir: Path, *, fsync: bool = False) -> PostgresServer:
     with psycopg.connect(server.database_dsn("postgres"), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {DATABASE}")
     return server
+
+
+def _pg_ctl_start(server: PostgresServer, *, fsync: bool = False) -> None:
+    root = server.data_dir.parent
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {server.port} -c unix_socket_directories={root}"
+        " -c max_connections=60"
+    )
+    if not fsync:
+        options += " -c fsync=off -c full_page_writes=off"
+    _run_as_owner(
+        [server.bin_dir / "pg_ctl", "start", "-w", "-t", "60", "-D", server.data_dir],
+        ["-l", root / "server.log", "-o", options],
+    )
+
+
+def stop_keeping_data(server: PostgresServer) -> None:
+    """Stop the server as an outage would (`-m immediate`: connections drop, nothing is
+    flushed beyond what was committed); its data directory stays for `restart`."""
+    _run_as_owner([server.bin_dir / "pg_ctl", "stop", "-m", "immediate", "-D", server.data_dir])
+
+
+def restart(server: PostgresServer) -> None:
+    """Start a server stopped by `stop_keeping_data` again, on the same port and data."""
+    _pg_ctl_start(server)
 
 
 def stop_server(server: PostgresServer) -> None:

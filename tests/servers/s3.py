@@ -7,6 +7,9 @@ random key pair signs every request (anonymous requests get 403). tests/conftest
 this module as a plugin, so every test module shares the one server: take `s3_server` as an
 argument. `bench/blob_stores.py` starts its server with `running_seaweedfs`.
 
+Outage tests (issue 19) start a private server with `restartable_seaweedfs` and stop and
+start it again on the same ports and data directory (never the session's: others share it).
+
 Starting takes about a second; the fixture waits until a bucket can be created and an object
 written and read back, so the first test does not race the volume server's registration.
 """
@@ -110,6 +113,43 @@ def running_seaweedfs(workdir: Path) -> Iterator[S3Server]:
     raise RuntimeError(f"weed mini did not start; see {attempt_dir / 'weed.log'}")
 
 
+class SeaweedFS:
+    """A private `weed mini` that a test stops and starts again (`stop`, `start`): same
+    ports, same data directory, so objects written before the stop are there after."""
+
+    def __init__(self, weed: Path, workdir: Path) -> None:
+        self._weed, self._workdir = weed, workdir
+        self._ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS)), strict=True))
+        self.server = S3Server(
+            f"http://{HOST}:{self._ports['s3.port']}",
+            BUCKET,
+            secrets.token_hex(10),
+            secrets.token_hex(20),
+        )
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._proc = _start(self._weed, self._workdir, self.server, self._ports)
+        if not _wait_ready(self._proc, self.server):
+            raise RuntimeError(f"weed mini did not start; see {self._workdir / 'weed.log'}")
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            _stop(self._proc, self._ports)
+            self._proc = None
+
+
+@contextlib.contextmanager
+def restartable_seaweedfs(workdir: Path) -> Iterator[SeaweedFS]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    weed = SeaweedFS(_find_weed(), workdir)
+    weed.start()
+    try:
+        yield weed
+    finally:
+        weed.stop()
+
+
 def _find_weed() -> Path:
     beside_python = Path(sys.executable).parent / "weed"
     found = beside_python if beside_python.exists() else shutil.which("weed")
@@ -159,8 +199,8 @@ def _start(
     # No AWS_* variables (weed could take them as another identity); HOME keeps its config
     # lookups inside the work directory.
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "TMPDIR": str(workdir)}
-    (workdir / "data").mkdir()
-    with open(workdir / "weed.log", "wb") as log:
+    (workdir / "data").mkdir(exist_ok=True)
+    with open(workdir / "weed.log", "ab") as log:
         return subprocess.Popen(
             args,
             cwd=workdir,

@@ -14,6 +14,7 @@ from trawl.cluster.partitions import partition_of
 from trawl.cluster.placement import MIN_POLL_S, NodePlacement
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.redis_links import START
+from trawl.cluster.store_outages import BacklogBound, Store, StoreOutages
 from trawl.model import CrawlUrl, Line
 
 if TYPE_CHECKING:
@@ -80,8 +81,9 @@ class FakeIpSlots:
 class FakePublisher:
     published: int = 0
 
-    async def publish(self) -> None:
+    async def publish(self) -> bool:
         self.published += 1
+        return True
 
 
 @dataclass
@@ -137,6 +139,28 @@ def test_a_site_may_be_fetched_only_when_loaded_and_its_lease_fetchable() -> Non
     n.leases.fetchable.add(3)
     n.table.forget(3)
     assert not n.placement.may_fetch(site), "forgotten"
+
+
+def test_issue_19_a_store_outage_or_a_full_backlog_pauses_new_fetches_until_it_ends() -> None:
+    outages = StoreOutages(BacklogBound(max_cuts=4))
+    n = node()
+    placement = NodePlacement(
+        owner="n1", table=n.table, leases=n.leases, router=n.router, publisher=n.publisher,
+        ip_slots=n.slots, cuts=never_cut(N), outages=outages,
+    )  # fmt: skip
+    site = site_in(3)
+    n.leases.fetchable.add(3)
+    n.table.load(3, START, now=1100.0, wall_now=5000.0)
+    assert placement.may_fetch(site)
+    outages.note_failure(Store.POSTGRES, 5001.0, "connection refused")
+    assert not placement.may_fetch(site), "PostgreSQL down: the turn waits in line"
+    outages.note_success(Store.POSTGRES, 5021.0)
+    assert placement.may_fetch(site), "resumed by itself"
+    outages.note_backlog(4, 0)
+    assert not placement.may_fetch(site), "backlog at its bound"
+    outages.note_backlog(0, 0)
+    assert placement.may_fetch(site)
+    assert placement.owned() == {3}, "a pause does not give partitions away"
 
 
 def test_owned_is_loaded_and_fetchable() -> None:

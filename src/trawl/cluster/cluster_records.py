@@ -14,26 +14,33 @@ streams and (2) its body is in an uploaded WARC chunk. So a commit has two halve
   crawl loop commits after every robots.txt, and a cut per commit queued hundreds of round
   trips.
 
-If Redis or the object store fails, the cut waits and the next `publish` tries again from the
-step that failed (sending links and uploading chunks are both safe to repeat). If PostgreSQL
-refuses a batch, the batch is lost and the DataError stops the node: the partitions' next
-owners fetch those pages again, as after a crash.
+If Redis, the object store or PostgreSQL fails, the cut waits and the next `publish` tries
+again from the step that failed (sending links, uploading chunks and committing a batch are
+all safe to repeat: see records_postgres on a batch sent twice). The waiting cuts are the
+node's backlog: `StoreOutages` (store_outages.py) is told which store fails since when and
+how much waits, and pauses new fetches past its bound, or while PostgreSQL, which the
+crawl loop reads, cannot be reached (issue 19). While PostgreSQL fails with no cut waiting,
+each publish pings it, so a node that paused on a failed read notices its return.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.cluster.store_outages import Store, StoreOutages
 from trawl.errors import DataError
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Collection, Iterator
+    from collections.abc import Awaitable, Callable, Collection, Iterator
 
     from trawl.cluster.link_router import LinkBuffers
     from trawl.cluster.redis_links import RedisLinks, RoutedLink
@@ -80,11 +87,15 @@ class CommitPublisher:
         warc: WarcChunkWriter,
         buffers: LinkBuffers,
         links: RedisLinks,
+        outages: StoreOutages | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.pg = records
         self._warc = warc
         self._buffers = buffers
         self._links = links
+        self.outages = outages or StoreOutages()
+        self._wall_clock = wall_clock
         self._cuts: deque[_Cut] = deque()
         self._lock = asyncio.Lock()
         self._published = 0
@@ -105,12 +116,12 @@ class CommitPublisher:
         batch = self.pg.take_batch()
         self._cuts.append(_Cut(links, chunks, batch))
 
-    async def publish(self) -> None:
+    async def publish(self) -> bool:
         """Cut what was written so far, then complete every cut, oldest first; stops at a
-        Redis or object-store failure (the next call resumes there)."""
+        store's failure (the next call resumes there). True when every cut is complete."""
         async with self._lock:
             self._cut()
-            await self._complete_cuts()
+            return await self._complete_cuts()
 
     async def publish_with(self, snapshot: Callable[[], T]) -> T | None:
         """`publish`, calling `snapshot()` right before the cut, with no await in between:
@@ -124,35 +135,60 @@ class CommitPublisher:
             return taken if await self._complete_cuts() else None
 
     async def _complete_cuts(self) -> bool:
-        while self._cuts:
-            cut = self._cuts[0]
-            try:
-                await self._complete(cut)
-            except (CoordinatorUnavailable, DataError) as exc:
-                if cut.links_sent and cut.chunks_uploaded:
-                    raise  # PostgreSQL refused: the batch is gone, stop the node
-                self._failures += 1
-                self._last_failure = str(exc)
-                log.warning("publishing a commit failed, will retry: %s", exc)
-                return False
-            self._cuts.popleft()
-            self._published += 1
+        try:
+            if not self._cuts and self.outages.is_failing(Store.POSTGRES):
+                await self._step(Store.POSTGRES, self.pg.ping)
+            while self._cuts:
+                await self._complete(self._cuts[0])
+                self._cuts.popleft()
+                self._published += 1
+        except (CoordinatorUnavailable, DataError):
+            return False
+        finally:
+            self.outages.note_backlog(len(self._cuts), self.backlog_bytes())
         return True
+
+    def backlog_bytes(self) -> int:
+        """Sealed WARC bytes held by waiting cuts, not yet uploaded."""
+        return sum(c.chunks.size for c in self._cuts if not c.chunks_uploaded)
 
     async def _complete(self, cut: _Cut) -> None:
         if not cut.links_sent:
             if cut.links:
-                await self._links.send_many(cut.links.items())
+                await self._step(Store.REDIS, self._links.send_many(cut.links.items()))
             cut.links_sent = True
         if not cut.chunks_uploaded:
             if cut.chunks.chunks:
-                await asyncio.to_thread(self._warc.upload, cut.chunks)
+                await self._step(Store.S3, asyncio.to_thread(self._warc.upload, cut.chunks))
             cut.chunks_uploaded = True
-        self.pg.commit_batch(cut.batch)
+        await self._step(Store.POSTGRES, functools.partial(self.pg.commit_batch, cut.batch))
+
+    async def _step(self, store: Store, call: Awaitable[object] | Callable[[], object]) -> None:
+        """Await (or call) one store's part, telling `outages` how it went; re-raises."""
+        try:
+            if callable(call):
+                call()
+            else:
+                await call
+        except (CoordinatorUnavailable, DataError) as exc:
+            self._failures += 1
+            self._last_failure = str(exc)
+            if self.outages.note_failure(store, self._wall_clock(), str(exc)):
+                log.warning("%s is failing, holding what it should store: %s", store.value, exc)
+            raise
+        lasted = self.outages.note_success(store, self._wall_clock())
+        if lasted is not None:
+            log.warning(
+                "%s is back after %.1f s; %d cuts waiting", store.value, lasted, len(self._cuts)
+            )
 
 
 class ClusterRecords:
-    """The `Records` port over PostgreSQL, whose commits `CommitPublisher` completes."""
+    """The `Records` port over PostgreSQL, whose commits `CommitPublisher` completes.
+
+    A read that fails tells `outages`, which pauses new fetches until PostgreSQL answers
+    again (the publisher's pings notice). The failed read still raises DataError, except
+    `take_due`: its pages stay due in PostgreSQL, so none is lost by taking none now."""
 
     def __init__(
         self,
@@ -160,10 +196,23 @@ class ClusterRecords:
         *,
         local: sqlite3.Connection,
         owned: Callable[[], Collection[int]],
+        outages: StoreOutages | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.pg = records
         self._local = local
         self._owned = owned
+        self._outages = outages or StoreOutages()
+        self._wall_clock = wall_clock
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except DataError as exc:
+            if self._outages.note_failure(Store.POSTGRES, self._wall_clock(), str(exc)):
+                log.warning("postgres is failing, fetches pause: %s", exc)
+            raise
 
     def __repr__(self) -> str:
         return f"<ClusterRecords {self.pg!r}>"
@@ -181,7 +230,8 @@ class ClusterRecords:
         self.pg.put_page(record, event)
 
     def get_page(self, url_hash: str) -> PageRecord | None:
-        return self.pg.get_page(url_hash)
+        with self._reading():
+            return self.pg.get_page(url_hash)
 
     def iter_pages(self) -> Iterator[PageRecord]:
         return self.pg.iter_pages()
@@ -189,18 +239,25 @@ class ClusterRecords:
     def take_due(self, now: float, limit: int) -> list[DuePage]:
         """Due pages of the partitions this node may fetch now (held, not cleared)."""
         owned = self._owned()
-        if not owned:
+        if not owned or self._outages.is_failing(Store.POSTGRES):
             return []
-        return self.pg.take_due(now, limit, owned, hold_s=DUE_HOLD_S)
+        try:
+            with self._reading():
+                return self.pg.take_due(now, limit, owned, hold_s=DUE_HOLD_S)
+        except DataError:
+            return []  # still due in PostgreSQL: taken once it answers
 
     def last_fetched(self, url_hashes: list[str]) -> dict[str, float]:
-        return self.pg.last_fetched(url_hashes)
+        with self._reading():
+            return self.pg.last_fetched(url_hashes)
 
     def make_due(self, url_hashes: list[str], at: float) -> int:
-        return self.pg.make_due(url_hashes, at)
+        with self._reading():
+            return self.pg.make_due(url_hashes, at)
 
     def set_near_duplicate_of(self, url_hash: str, main_url: str) -> None:
-        self.pg.set_near_duplicate_of(url_hash, main_url)
+        with self._reading():
+            self.pg.set_near_duplicate_of(url_hash, main_url)
 
     def read_events(self, from_offset: int, limit: int) -> list[PageFetchedEvent]:
         return self.pg.read_events(from_offset, limit)
@@ -212,7 +269,8 @@ class ClusterRecords:
         self.pg.put_host(site, record)
 
     def get_host(self, site: str) -> dict[str, object] | None:
-        return self.pg.get_host(site)
+        with self._reading():
+            return self.pg.get_host(site)
 
     def iter_hosts(self) -> Iterator[tuple[str, dict[str, object]]]:
         return self.pg.iter_hosts()

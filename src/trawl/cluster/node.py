@@ -27,6 +27,11 @@ How this works:
   owner starts from what is published and never fetches while we do.
 - Every `checkpoint_interval_s` each changed partition is checkpointed, and its stream
   trimmed up to the position the checkpoint covers.
+- A store that fails (issue 19) pauses, never stops, the node: a take-over retries its
+  checkpoint and page reads every STORE_RETRY_S (its sites wait: `may_fetch` says yes only
+  once it returns); a hand-over publishes until every page done is in the shared stores
+  before its lease goes (a failed checkpoint is skipped: the streams and records cover it);
+  the consumer reads an entry again when a new site's host record could not be read.
 - Control entries on a stream are an operator's instructions: a site's limits, applied
   here, or a scope change, applied by `ClusterScope` (cluster_scope.py, issue 16).
 """
@@ -38,7 +43,7 @@ import contextlib
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from trawl.cluster import checkpoint_keys
 from trawl.cluster.call_batches import CallBatches
@@ -46,12 +51,15 @@ from trawl.cluster.partition_checkpoint import PartitionCheckpoint, QueuedRow, d
 from trawl.cluster.redis_coord import CoordinatorUnavailable
 from trawl.cluster.redis_links import START, LinkBatch, RoutedLink
 from trawl.cluster.scope_changes import ScopeOp
+from trawl.cluster.store_outages import Store
 from trawl.errors import DataError
 from trawl.frontier.scope import Standing
 from trawl.politeness.site_limits import SiteLimits, delay_floor_s
 from trawl.render.ports import RenderItem
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from trawl.cluster.cluster_records import CommitPublisher
     from trawl.cluster.cluster_scope import ClusterScope
     from trawl.cluster.partition_table import NodeStats, PartitionTable, StreamRead
@@ -62,6 +70,7 @@ if TYPE_CHECKING:
     from trawl.store.blobs import BlobStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 READ_ENTRIES = 64  # stream entries per partition per read (each a batch of links)
 READ_BUDGET = 8192  # stream entries per read over all partitions (at least MIN_READ_ENTRIES each)
@@ -76,6 +85,7 @@ HANDOVER_CHECKPOINTS_S = 1.0  # a stop's checkpoints start within this (see _han
 HANDOVER_PER_CUT = 16  # partitions checkpointed per cut in a hand-over (budget checked between)
 LIST_ALL_FROM = 16  # partitions taken over together from which one listing of all is cheaper
 TURNS_POLL_S = 0.02  # how often a hand-over looks whether its partitions' turns ended
+STORE_RETRY_S = 1.0  # how often a take-over or hand-over tries a failing store again
 # Pages fetched this long before a checkpoint may still have been queued in it (a leased
 # row whose page committed after the checkpoint): their hashes join the seen slice too.
 FETCHED_SLACK_S = 120.0
@@ -147,15 +157,21 @@ class ClusterNode:
                 self._forget(partition, sites.get(partition, []))
         # A scope change its checkpoint covers is off the stream now: read the record.
         await self.scope.sync_or_retry_later()
-        checkpoints = await self._latest_checkpoints(list(tokens))
+        checkpoints = await self._retrying(
+            Store.S3, "reading checkpoints", lambda: self._latest_checkpoints(list(tokens))
+        )
         since = {
             p: checkpoints[p].taken_at - FETCHED_SLACK_S if p in checkpoints else 0.0
             for p in tokens
         }
         pg = self.publisher.pg
-        # On the loop: the connection's batch transactions are the loop's too.
-        fetched = pg.fetched_since(since)
-        marked = pg.waiting_renders(since) if self.ctx.render is not None else {}
+        render = self.ctx.render is not None
+
+        async def read_fetched() -> tuple[dict[int, list[str]], dict[int, list[PageRecord]]]:
+            # On the loop: the connection's batch transactions are the loop's too.
+            return pg.fetched_since(since), pg.waiting_renders(since) if render else {}
+
+        fetched, marked = await self._retrying(Store.POSTGRES, "reading pages", read_fetched)
         for i, (partition, token) in enumerate(tokens.items()):
             if i % TAKE_OVER_YIELD == TAKE_OVER_YIELD - 1:
                 await asyncio.sleep(0)  # lease renewals and fetch deadlines run between
@@ -178,6 +194,24 @@ class ClusterNode:
                 partition, token, len(rows), position,
             )  # fmt: skip
         self.ctx.durability.commit()
+
+    async def _retrying(self, store: Store, doing: str, call: Callable[[], Awaitable[T]]) -> T:
+        """`call()` until it does not raise DataError, every STORE_RETRY_S (issue 19: a
+        take-over waits out a store's outage; the partition's sites are not fetched
+        meanwhile, as `may_fetch` says yes only once `on_acquired` returns)."""
+        outages = self.publisher.outages
+        while True:
+            try:
+                value = await call()
+            except DataError as exc:
+                if outages.note_failure(store, time.time(), str(exc)):
+                    log.warning("%s failed, will retry: %s", doing, exc)
+                await asyncio.sleep(STORE_RETRY_S)
+                continue
+            lasted = outages.note_success(store, time.time())
+            if lasted is not None:
+                log.warning("%s is back after %.1f s (%s)", store.value, lasted, doing)
+            return value
 
     async def _latest_checkpoints(self, partitions: list[int]) -> dict[int, PartitionCheckpoint]:
         """The latest checkpoint of each of `partitions` that has one, read at most
@@ -258,9 +292,19 @@ class ClusterNode:
                 self._stop_checkpoints_until = until
             until = self._stop_checkpoints_until
         # Old checkpoints are left for the next owner's writes to delete.
-        checkpointed = await self.checkpoint_many(due, HANDOVER_PER_CUT, prune=False, until=until)
-        if checkpointed < len(due):
-            await self.publisher.publish()  # every page done is in the shared stores
+        try:
+            checkpointed = await self.checkpoint_many(
+                due, HANDOVER_PER_CUT, prune=False, until=until
+            )
+        except DataError as exc:  # the object store fails: its partitions go without one
+            log.warning("hand-over checkpoints failed: %s", exc)
+            checkpointed = 0
+        # Every page done must be in the shared stores before the lease goes, whatever
+        # store fails meanwhile: the lease is renewed while we wait (issue 19).
+        while True:
+            if await self.publisher.publish():
+                break
+            await asyncio.sleep(STORE_RETRY_S)
         written = time.monotonic()
         sites = self._sites_by_partition()
         for partition in loaded:
@@ -447,7 +491,10 @@ class ClusterNode:
         while not self.ctx.run.stopping:
             try:
                 got = await self.consume_once()
-            except CoordinatorUnavailable as exc:
+            except (CoordinatorUnavailable, DataError) as exc:
+                # DataError: a new site's host record could not be read (PostgreSQL down).
+                # The entry holding its link is not passed yet: it is read again, and its
+                # links queued before are claimed already, so none is lost or doubled.
                 log.warning("reading link streams failed, will retry: %s", exc)
                 got = 0
             if not got:

@@ -155,6 +155,7 @@ class OwnershipShell:
         leases: RedisLeases,
         timing: ClusterTiming,
         info: Mapping[str, str] | None = None,
+        live_info: Callable[[], Mapping[str, str]] | None = None,
         cuts: LeaseCuts | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -164,6 +165,7 @@ class OwnershipShell:
         self._members, self._leases = members, leases
         self._timing = timing
         self._info = dict(info or {})
+        self._live_info = live_info  # read at each heartbeat: what changes (store outages)
         self._now = monotonic
         self.core = Ownership(timing.lease_timing())
         self._live: list[str] = []
@@ -255,7 +257,8 @@ class OwnershipShell:
         it is, not up to a heartbeat period later (its partitions wait for that)."""
         async with asyncio.timeout(self._timing.request_timeout_s):
             ttl_s = self._timing.member_ttl_s
-            await self._members.heartbeat(self.member_id, self._info, ttl_s)
+            info = self._info if self._live_info is None else {**self._info, **self._live_info()}
+            await self._members.heartbeat(self.member_id, info, ttl_s)
             members = await self._members.members()
         live = [m.member_id for m in members if m.is_live]
         if live and live != self._live:  # empty: our own heartbeat expired at once; wait

@@ -24,6 +24,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from trawl.cluster.redis_coord import CoordinatorUnavailable
+from trawl.cluster.store_outages import StoreOutages
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -58,7 +59,7 @@ class IpSlotStore(Protocol):
 
 
 class Publisher(Protocol):
-    async def publish(self) -> None: ...
+    async def publish(self) -> bool: ...
 
 
 class NodePlacement:
@@ -74,9 +75,11 @@ class NodePlacement:
         publisher: Publisher,
         ip_slots: IpSlotStore,
         cuts: LeaseCuts,
+        outages: StoreOutages | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._owner = owner
+        self._outages = outages or StoreOutages()
         self._cuts = cuts
         self._table = table
         self._leases = leases
@@ -100,6 +103,10 @@ class NodePlacement:
         return self._router
 
     def may_fetch(self, site: str) -> bool:
+        """Whether the site's partition is ours and loaded, and no store outage or backlog
+        pauses new fetches (issue 19: a turn refused here waits in line, unchanged)."""
+        if self._outages.is_paused():
+            return False
         partition = self._table.partition_of(site)
         return self._table.is_loaded(partition) and self._leases.may_fetch(partition)
 

@@ -13,6 +13,10 @@ How this works:
 - A stream's length is its lag: entries stay until a checkpoint of the partition covers them.
 - `cluster_status(settings)` returns everything as a JSON-ready dict (`--json`, and /metrics
   later); the human view summarises so that 1,024 partitions fit on a screen.
+- A member's entry says which shared store it cannot reach since when, and the backlog it
+  holds meanwhile (`failing`, `backlog_cuts`, `backlog_bytes`, `paused`: store_outages.py);
+  the human view warns about each such member. For /metrics, an S3 listing that fails
+  leaves the checkpoint columns unknown (`checkpoints_error`), not the whole status.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import asyncio
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from redis import exceptions as redis_errors
@@ -38,7 +42,7 @@ from trawl.cluster.redis_coord import (
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
 from trawl.cluster.redis_members import RedisMembers
-from trawl.errors import UsageError
+from trawl.errors import DataError, UsageError
 from trawl.store.blobs_s3 import S3BlobStore
 
 if TYPE_CHECKING:
@@ -90,13 +94,18 @@ class ClusterStatus:
     generated_at: float
     members: tuple[MemberStatus, ...]
     by_partition: tuple[PartitionStatus, ...]
+    checkpoints_error: str | None = None  # the S3 listing failed: checkpoint ages unknown
 
 
-async def read_status(settings: ClusterSettings, *, now: float | None = None) -> ClusterStatus:
+async def read_status(
+    settings: ClusterSettings, *, now: float | None = None, s3_optional: bool = False
+) -> ClusterStatus:
     """Read the cluster's state from Redis and S3 (`now`: epoch seconds for checkpoint ages).
 
-    Raises CoordinatorUnavailable when Redis does not answer, DataError when S3 does not,
-    ConfigError when the S3 credentials are missing.
+    Raises CoordinatorUnavailable when Redis does not answer, DataError when S3 does not
+    (with `s3_optional`, `checkpoints_error` says so instead: a node's /metrics must go on
+    showing its members during an S3 outage), ConfigError when the S3 credentials are
+    missing.
     """
     bucket = settings.bucket()  # credentials first: a config error before any connection
     client = await connect(settings.redis_url)
@@ -104,8 +113,15 @@ async def read_status(settings: ClusterSettings, *, now: float | None = None) ->
         reads = await _read_redis(client, settings)
     finally:
         await client.aclose()
-    latest = await asyncio.to_thread(_latest_checkpoints, bucket)
-    return assemble(settings, reads, latest, now=time.time() if now is None else now)
+    error = None
+    try:
+        latest = await asyncio.to_thread(_latest_checkpoints, bucket)
+    except DataError as exc:
+        if not s3_optional:
+            raise
+        latest, error = {}, str(exc)
+    status = assemble(settings, reads, latest, now=time.time() if now is None else now)
+    return replace(status, checkpoints_error=error) if error else status
 
 
 async def cluster_status(settings: ClusterSettings, *, now: float | None = None) -> dict[str, Any]:
@@ -229,7 +245,10 @@ def render(status: ClusterStatus, out: TextIO) -> None:
     )
     if status.layout_partitions not in (None, status.partitions):
         out.write(f"WARNING: Redis says the cluster has {status.layout_partitions} partitions\n")
+    if status.checkpoints_error:
+        out.write(f"WARNING: checkpoints unknown: {status.checkpoints_error}\n")
     _render_members(status.members, out)
+    _render_outages(status.members, status.generated_at, out)
     out.write(f"\nunleased partitions ({len(unowned)}): {ranges(unowned)}\n")
     moving = [p.partition for p in parts if p.owner and p.assigned_to != p.owner]
     if moving:
@@ -248,6 +267,24 @@ def _render_members(members: Sequence[MemberStatus], out: TextIO) -> None:
         )
     if not members:
         out.write("(no members registered)\n")
+
+
+def _render_outages(members: Sequence[MemberStatus], now: float, out: TextIO) -> None:
+    """A line for each live member that cannot reach a store (issue 19)."""
+    for m in members:
+        failing = [o for o in m.info.get("failing", "-").split(",") if "@" in o]
+        if not m.is_live or not (failing or m.info.get("paused") == "yes"):
+            continue
+        stores = ", ".join(
+            f"{store} failing for {now - float(since):.0f} s"
+            for store, since in (o.split("@", 1) for o in failing)
+        )
+        out.write(
+            f"WARNING: {m.member_id}: {stores or 'backlog over its bound'};"
+            f" holding {m.info.get('backlog_cuts', '?')} commit cuts"
+            f" ({m.info.get('backlog_bytes', '?')} WARC bytes),"
+            f" fetches {'paused' if m.info.get('paused') == 'yes' else 'going on'}\n"
+        )
 
 
 def _render_lags(parts: Sequence[PartitionStatus], out: TextIO) -> None:
@@ -283,10 +320,12 @@ def _render_checkpoints(parts: Sequence[PartitionStatus], out: TextIO) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     """`trawl cluster status --cluster FILE [--json]` (its parser is in cli.py).
 
-    Unreachable servers are the operator's to fix: one line and exit 2, like bad config."""
+    Unreachable servers are the operator's to fix: one line and exit 2, like bad config.
+    An unreachable S3 still shows what Redis says (the members, and which store each one
+    cannot reach: issue 19) before that line."""
     settings = load_cluster_file(args.cluster)
     try:
-        status = asyncio.run(read_status(settings))
+        status = asyncio.run(read_status(settings, s3_optional=True))
     except CoordinatorUnavailable as exc:
         # The message may quote the URL as given, password and all.
         message = str(exc).replace(settings.redis_url, redact(settings.redis_url))
@@ -298,4 +337,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         render(status, sys.stdout)
+    if status.checkpoints_error:
+        sys.stdout.flush()
+        raise UsageError(f"cannot read the checkpoints: {status.checkpoints_error}")
     return 0

@@ -40,6 +40,7 @@ from trawl.cluster.redis_links import RedisLinks
 from trawl.cluster.redis_members import RedisMembers
 from trawl.cluster.redis_scope import RedisScope
 from trawl.cluster.status_metrics import StatusCache, status_metrics
+from trawl.cluster.store_outages import StoreOutages
 from trawl.errors import DataError
 from trawl.loop.crawler import Crawler
 from trawl.loop.progress import report_progress
@@ -48,7 +49,7 @@ from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_s3 import S3BlobStore
 from trawl.store.fingerprints_postgres import PostgresFingerprints
 from trawl.store.layout import DB_NAME, lock_data_dir
-from trawl.store.postgres_db import open_postgres
+from trawl.store.postgres_db import open_postgres, reconnect_postgres
 from trawl.store.records_postgres import PostgresRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
@@ -142,7 +143,12 @@ async def _run(
     blobs = await asyncio.to_thread(S3BlobStore, cluster.bucket())
     pg_conn = await asyncio.to_thread(open_postgres, cluster.postgres_dsn)
     n = cluster.partitions
-    pg = PostgresRecords(pg_conn, partition_of=lambda site: partition_of(site, n))
+    pg = PostgresRecords(
+        pg_conn,
+        partition_of=lambda site: partition_of(site, n),
+        connect=lambda: reconnect_postgres(cluster.postgres_dsn),
+    )
+    outages = StoreOutages()
     links = RedisLinks(client, keys)
     buffers = LinkBuffers(n, sent_capacity=settings.seen.expected_urls)
     warc = WarcChunkWriter(blobs, node_id=node_id, software=f"trawl/{__version__}")
@@ -160,13 +166,14 @@ async def _run(
         leases=RedisLeases(client, keys),
         timing=timing,
         info={"version": __version__, "host": socket.gethostname(), "started": str(time.time())},
+        live_info=outages.member_info,
         cuts=LeaseCuts(),
     )
-    publisher = CommitPublisher(pg, warc=warc, buffers=buffers, links=links)
+    publisher = CommitPublisher(pg, warc=warc, buffers=buffers, links=links, outages=outages)
     placement = _placement(settings, client, keys, node_id, table, shell, buffers, publisher)
 
     local = open_database(work_dir / DB_NAME)
-    records = ClusterRecords(pg, local=local, owned=placement.owned)
+    records = ClusterRecords(pg, local=local, owned=placement.owned, outages=outages)
     ctx = build_context(
         settings, work_dir, clock,
         conn=local, records=records, warc=warc, seen=seen, placement=placement,
@@ -234,6 +241,7 @@ def _placement(
         publisher=publisher,
         ip_slots=ip_slots,
         cuts=shell.cuts,
+        outages=publisher.outages,
     )
 
 

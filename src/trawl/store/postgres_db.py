@@ -24,6 +24,7 @@ from trawl.errors import ConfigError, DataError
 
 SCHEMA_VERSION = 1
 CONNECT_TIMEOUT_S = 10  # unless the DSN says otherwise: a black-holed host must not hang us
+RECONNECT_TIMEOUT_S = 2  # a node reconnects on its event loop: keep its stall short
 _SCHEMA_LOCK = 0x7472_6177_6C00  # pg_advisory_xact_lock key: "trawl\0"
 
 _SCHEMA = """
@@ -113,11 +114,27 @@ def open_postgres(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
     return conn
 
 
-def _prepare(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
+def reconnect_postgres(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """A new connection to a database `open_postgres` set up, after the old one was lost
+    (the server restarted): its session settings, not the schema. Raises psycopg.Error while
+    the server cannot be reached, within RECONNECT_TIMEOUT_S unless the DSN says otherwise
+    (the caller blocks its event loop that long)."""
+    if "connect_timeout" not in conninfo_to_dict(dsn):
+        dsn = make_conninfo(dsn, connect_timeout=RECONNECT_TIMEOUT_S)
+    conn = psycopg.connect(dsn, autocommit=True)
+    _set_session(conn)
+    return conn
+
+
+def _set_session(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
     # Offsets rely on READ COMMITTED (a blocked counter update re-reads the row), and an
     # event must never be visible before it is durable (so no asynchronous commit).
     conn.isolation_level = IsolationLevel.READ_COMMITTED
     conn.execute("SET synchronous_commit = on")
+
+
+def _prepare(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
+    _set_session(conn)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         conn.execute(_SCHEMA)

@@ -9,7 +9,14 @@ How this works
   first, so this process sees its own uncommitted writes as SqliteRecords' callers do, and no
   server transaction stays open (holding locks) between commits.
 - A batch is all or nothing: its page records and their events commit in one transaction. A
-  failed commit loses the batch whole, as a crash would, and raises DataError.
+  failed `commit()` loses the batch whole, as a crash would, and raises DataError; a failed
+  `commit_batch` keeps it for another try (issue 19: a PostgreSQL outage loses nothing).
+  Sending a batch again is safe: page and host statements upsert or set absolute values, and
+  a rolled-back batch took no offsets. One case is not a rollback: the connection dropped
+  after COMMIT was sent, so the batch may have committed. The retry then first looks for the
+  batch's last event (its JSON, fetch time included, is unique) and drops the batch if it is
+  there, so no event is written twice.
+- A lost connection (the server restarted) is opened again, with `connect`, by the next call.
 - Events are read only once committed. They get their offsets inside the committing
   transaction, from the one row of `event_offsets`, updated as the batch's last statement: the
   row lock is held until COMMIT, so a second committer waits for it and takes the next offsets
@@ -137,6 +144,7 @@ class _Batch:
     hosts: dict[str, str] = field(default_factory=dict)  # site -> JSON text
     # What other tables' queued statements write, by kind then key (see `PostgresRecords.note`)
     notes: dict[str, dict[str, object]] = field(default_factory=dict)
+    maybe_committed: bool = False  # a try lost its connection after sending COMMIT
 
     def add(self, sql: str, params: Sequence[object]) -> None:
         """Queue a page statement; a run of the same one goes out as one executemany."""
@@ -162,9 +170,14 @@ class PostgresRecords:
     `postgres_db.open_postgres`); `partition_of` maps a site to its partition."""
 
     def __init__(
-        self, conn: Connection, *, partition_of: Callable[[str], int] | None = None
+        self,
+        conn: Connection,
+        *,
+        partition_of: Callable[[str], int] | None = None,
+        connect: Callable[[], Connection] | None = None,
     ) -> None:
         self._conn = conn
+        self._connect = connect
         self._partition_of = partition_of
         self._batch = _Batch()
         self._sending: list[_Batch] = []  # cut by take_batch, not yet committed
@@ -196,30 +209,55 @@ class PostgresRecords:
     def commit(self) -> None:
         """Send the batch and its events in one transaction (one round trip); raises
         DataError if it failed, and then the batch is lost whole."""
-        self.commit_batch(self.take_batch())
+        batch = self._take_batch()
+        try:
+            self.commit_batch(batch)
+        except DataError:
+            self._sending.remove(batch)
+            raise
 
     def take_batch(self) -> object:
         """Cut the pending writes off into a batch of their own, for `commit_batch` later
         (reads keep seeing it until then); a later batch must not be committed before it."""
+        return self._take_batch()
+
+    def _take_batch(self) -> _Batch:
         batch, self._batch = self._batch, _Batch()
         self._sending.append(batch)
         return batch
 
     def commit_batch(self, batch: object) -> None:
-        """`commit()` for a batch from `take_batch`; on failure it is lost whole (DataError)."""
+        """`commit()` for a batch from `take_batch`. On failure (DataError) the batch stays
+        cut, seen by reads, to be committed again (before any later batch)."""
         assert isinstance(batch, _Batch)
-        try:
-            if batch.size():
-                self._commit_batch(batch)
-        finally:
-            self._sending.remove(batch)
+        if batch.size() and not self._committed_before(batch):
+            self._commit_batch(batch)
+        self._sending.remove(batch)
+
+    def _committed_before(self, batch: _Batch) -> bool:
+        """Whether an earlier try whose answer was lost committed the batch after all."""
+        if not batch.maybe_committed:
+            return False
+        if not batch.events:
+            return False  # statements only: sending them again changes nothing
+        last = batch.events[-1]
+        url_hash = loads_record(last, "page.fetched event").get("urlHash")
+        rows = self._query(
+            "SELECT 1 FROM events WHERE url_hash = %s AND event = %s::jsonb LIMIT 1",
+            (url_hash, last),
+        )
+        batch.maybe_committed = False
+        return bool(rows)
 
     def _commit_batch(self, batch: _Batch) -> None:
         started = time.perf_counter()
         with self._errors("commit"):
+            self._reconnect_if_lost()
             try:
                 self._send(batch)
             except psycopg.Error:
+                # Lost mid-commit: COMMIT may have reached the server (see the header).
+                batch.maybe_committed = self._conn.broken
                 self._rollback()
                 raise
         self._last_commit_s = time.perf_counter() - started
@@ -242,9 +280,19 @@ class PostgresRecords:
                 cur.execute(_APPEND_EVENTS, {"n": len(batch.events), "events": events})
             cur.execute("COMMIT")
 
+    def _reconnect_if_lost(self) -> None:
+        """Open a new connection when the old one is lost (raises psycopg's error when the
+        server still cannot be reached: the caller maps it)."""
+        if (self._conn.broken or self._conn.closed) and self._connect is not None:
+            with suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = self._connect()
+
     def _rollback(self) -> None:
         """End the failed transaction, if the connection still works, so the next batch
         starts clean (a lost connection is reported by the caller's error)."""
+        if self._conn.broken or self._conn.closed:
+            return
         if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             with suppress(psycopg.Error):
                 self._conn.execute("ROLLBACK")
@@ -522,7 +570,13 @@ class PostgresRecords:
     # -- the driver ---------------------------------------------------------------------
     def _query(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         with self._errors("query"):
+            self._reconnect_if_lost()
             return self._conn.execute(sql, params).fetchall()
+
+    def ping(self) -> None:
+        """One round trip (reconnecting if need be): raises DataError while the server is
+        unreachable."""
+        self._query("SELECT 1", ())
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
