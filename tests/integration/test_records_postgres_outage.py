@@ -11,6 +11,8 @@ from tests.contract.test_records import _event, _page
 from tests.servers.postgres import restart, stop_keeping_data, temporary_postgres
 
 from trawl.errors import DataError
+from trawl.store.fingerprints import Original
+from trawl.store.fingerprints_postgres import PostgresFingerprints
 from trawl.store.postgres_db import open_postgres, reconnect_postgres
 from trawl.store.records_postgres import PostgresRecords
 
@@ -67,4 +69,29 @@ def test_issue_19_a_batch_whose_commit_answer_was_lost_is_not_written_twice(
     batch.maybe_committed = True  # type: ignore[attr-defined]  # as _commit_batch sets it
     records.commit_batch(batch)  # the retry finds its last event and sends nothing
     assert [e.offset for e in records.read_events(0, 100)] == [1]
+    records.close()
+
+
+def test_issue_19_the_duplicate_index_answers_not_known_while_the_server_is_down(
+    server: PostgresServer,
+) -> None:
+    records = PostgresRecords(
+        open_postgres(server.dsn), connect=lambda: reconnect_postgres(server.dsn)
+    )
+    index = PostgresFingerprints(records)
+    stored = Original("a" * 32, "http://a.test/", "k:1", "<urn:1>", 1.0, "sha1:X")
+    index.add_original("c1", stored)
+    index.put_simhash("a" * 32, "http://a.test/", "a.test", 1 << 40)
+    records.commit_batch(records.take_batch())
+    stop_keeping_data(server)
+    try:
+        assert index.original_of("c1") is None, "not known: the body is stored again"
+        assert index.near_copy_of(1 << 40, max_distance=3, exclude_url_hash="") is None
+        index.add_original("c2", stored._replace(url_hash="b" * 32))  # queued meanwhile
+        assert index.original_of("c2") is not None, "its own writes still count"
+        assert index.unanswered == 2
+    finally:
+        restart(server)
+    assert index.original_of("c1") == stored, "answered again once the server is back"
+    records.commit_batch(records.take_batch())
     records.close()

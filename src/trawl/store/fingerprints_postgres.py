@@ -16,12 +16,19 @@ How this works
   on every page; a copy fetched at the same moment on two machines is rare.
 - Reads are one round trip each: `original_of` for every body, `near_copy_of` for every
   new body with enough text (the 8 candidate lists in one UNION ALL).
+- While PostgreSQL cannot be reached (an outage the node rides out: cluster.store_outages),
+  a read answers "not known": the page's body is stored as new and its text indexed as a
+  main copy, in the batch that commits when the server is back. A copy stored then is a
+  duplicate body, not a lost page.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+import time
+from typing import TYPE_CHECKING, Any
 
+from trawl.errors import DataError
 from trawl.store.fingerprints import (
     NearMatch,
     Original,
@@ -35,7 +42,12 @@ from trawl.store.fingerprints import (
 from trawl.store.records_postgres import MISSING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trawl.store.records_postgres import PostgresRecords
+
+log = logging.getLogger(__name__)
+_WARN_EVERY_S = 10.0  # an outage's failed lookups are logged at most this often
 
 # Kinds of notes on the records' pending batch (see PostgresRecords.note)
 _ORIGINAL = "fingerprints.original"  # content hash → Original
@@ -67,6 +79,8 @@ class PostgresFingerprints:
 
     def __init__(self, records: PostgresRecords) -> None:
         self._records = records
+        self.unanswered = 0  # lookups PostgreSQL could not answer (taken as "not known")
+        self._warned_at = float("-inf")
 
     def __repr__(self) -> str:
         return f"<PostgresFingerprints {self._records!r}>"
@@ -75,7 +89,7 @@ class PostgresFingerprints:
         noted = self._records.noted(_ORIGINAL, content_hash)
         if isinstance(noted, Original):
             return noted
-        rows = self._records.query(
+        rows = self._read(
             "SELECT url_hash, url, storage_key, record_id, fetched_at, payload_digest"
             " FROM contents WHERE content_hash = %s",
             (content_hash,),
@@ -94,9 +108,7 @@ class PostgresFingerprints:
         pending = self._records.all_noted(_SIMHASH)
         found = [
             (bits, url_hash, url, site)
-            for url_hash, url, site, other in self._records.query(
-                _NEAR_QUERY, near_params(simhash)
-            )
+            for url_hash, url, site, other in self._read(_NEAR_QUERY, near_params(simhash))
             # a row with a note changed or left since (its note is looked at below)
             if url_hash not in pending and url_hash != exclude_url_hash
             and (bits := distance(other, simhash)) <= max_distance
@@ -113,6 +125,21 @@ class PostgresFingerprints:
         bits, url_hash, url, site = min(found)
         return NearMatch(url_hash, url, site, bits)
 
+    def _read(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        """The committed rows, or none while the server can't be reached."""
+        try:
+            return self._records.query(sql, params)
+        except DataError as exc:
+            self.unanswered += 1
+            now = time.monotonic()
+            if now - self._warned_at >= _WARN_EVERY_S:
+                self._warned_at = now
+                log.warning(
+                    "duplicate index: lookups unanswered (%d so far), bodies stored as new: %s",
+                    self.unanswered, exc,
+                )  # fmt: skip
+            return []
+
     def put_simhash(self, url_hash: str, url: str, site: str, simhash: int) -> None:
         self._records.note(_SIMHASH, url_hash, (url, site, simhash))
         self._records.queue(
@@ -128,7 +155,7 @@ class PostgresFingerprints:
         self._records.queue(_NOTE_NEAR_COPY, (url_hash, main_url_hash))
 
     def move_near_copies(self, old_main: str, new_main: str) -> list[str]:
-        rows = self._records.query(
+        rows = self._read(
             "SELECT url_hash FROM near_copies WHERE main_url_hash = %s", (old_main,)
         )
         group: dict[str, object] = {url_hash: old_main for (url_hash,) in rows}
