@@ -10,6 +10,7 @@ Failures are sorted by whose fault they are (STYLE §5):
     └── UsageError          we (or the operator) are wrong: stop with a one-line message
         ├── ConfigError     a bad config file, flag or seeds file
         └── DataError       a damaged or incompatible data directory
+            └── StoreUnavailable   a shared store (cluster mode) cannot be reached now
 """
 
 from __future__ import annotations
@@ -52,3 +53,9 @@ class ConfigError(UsageError):
 
 class DataError(UsageError):
     """The data directory is damaged or incompatible."""
+
+
+class StoreUnavailable(DataError):
+    """A cluster's shared store did not answer (the server stopped, the connection broke):
+    an outage the node rides out (cluster.store_outages), not damaged data. A crawl turn
+    that meets it gives its page back to the queue instead of stopping the node."""

@@ -9,8 +9,10 @@ continue after that, in a worker process. See docs/ARCHITECTURE.md for the numbe
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
+from trawl.errors import StoreUnavailable
 from trawl.loop import lag
 from trawl.loop.content import StoredContent
 from trawl.loop.outcomes import PageOutcomes
@@ -23,6 +25,8 @@ from trawl.model import Line
 if TYPE_CHECKING:
     from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, PageRecord
+
+log = logging.getLogger(__name__)
 
 
 # Pages fetched and waiting for the worker processes at most before a new turn starts: at
@@ -88,16 +92,25 @@ class Crawler:
         try:
             lease = await self.requests.take_turn(site, line)
             if lease is not None:
-                previous = self._previous_record(lease.item)
                 try:
+                    previous = self._previous_record(lease.item)
                     result = await self.requests.fetch_page(lease, previous)
-                except NotSent:
+                except (NotSent, StoreUnavailable):
                     self.ctx.frontier.put_back(lease)  # no attempt, no outcome
                     return
                 self.ctx.inbox.drain()  # the API's calls, between steps (loop.inbox)
                 run.release_site(site)
                 released = True
-                await self.outcomes.handle(lease, result, previous)
+                try:
+                    await self.outcomes.handle(lease, result, previous)
+                except StoreUnavailable as exc:
+                    # A cluster's shared store went away mid-outcome: nothing of it is
+                    # committed (its record comes last), so the page is fetched again
+                    # once the store is back (fetches pause meanwhile).
+                    log.warning(
+                        "%s: outcome not kept, fetched again later: %s", lease.item.url, exc
+                    )
+                    self.ctx.frontier.put_back(lease)
         finally:
             # Only this turn's own hold: once released, the site may already belong to the
             # next turn, which an outcome taking longer than the site's gap must not free.

@@ -155,9 +155,7 @@ class PostgresFingerprints:
         self._records.queue(_NOTE_NEAR_COPY, (url_hash, main_url_hash))
 
     def move_near_copies(self, old_main: str, new_main: str) -> list[str]:
-        rows = self._read(
-            "SELECT url_hash FROM near_copies WHERE main_url_hash = %s", (old_main,)
-        )
+        rows = self._read("SELECT url_hash FROM near_copies WHERE main_url_hash = %s", (old_main,))
         group: dict[str, object] = {url_hash: old_main for (url_hash,) in rows}
         group.update(self._records.all_noted(_NEAR_COPY))  # newer than any committed row
         moved = [h for h, main in group.items() if main == old_main and h != new_main]

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from trawl.errors import DataError, UsageError
+from trawl.errors import DataError, StoreUnavailable, UsageError
 from trawl.model import UrlKind
 from trawl.store.postgres_db import first_line
 from trawl.store.records_sqlite import DuePage, events_from_rows, loads_record, page_from_json
@@ -583,6 +583,10 @@ class PostgresRecords:
         """Driver errors as one-line DataErrors (a lost server stops the crawl, cleanly)."""
         try:
             yield
+        except psycopg.OperationalError as exc:  # the server or the connection is gone
+            raise StoreUnavailable(
+                f"PostgreSQL {self._where}: {doing} failed: {first_line(exc)}"
+            ) from None
         except psycopg.Error as exc:
             raise DataError(
                 f"PostgreSQL {self._where}: {doing} failed: {first_line(exc)}"

@@ -1,0 +1,85 @@
+"""Issue 19: a shared store that goes away mid-outcome (a cluster's PostgreSQL stopped)
+stops neither the crawl nor loses the page: the turn gives it back to the queue, and it is
+fetched and stored once the store answers again.
+
+Real parts: the crawl loop, the SQLite frontier and records, the page workers, on a virtual
+clock with a scripted fetcher (tests/loop/test_crawl_loop.py's web). The outage: the
+records' `put_page`, the outcome's last step, raises StoreUnavailable for the first pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from tests.fakes.fetcher import ScriptedFetcher
+from tests.loop.test_crawl_loop import HOSTS, SEEDS, settings, web
+from tests.loop.virtual_clock import VirtualClock
+
+from trawl.errors import StoreUnavailable
+from trawl.loop.crawler import Crawler
+from trawl.loop.workers import WorkerPool
+from trawl.parse.page_work import init_worker
+from trawl.store.layout import DB_NAME
+from trawl.store.records_sqlite import SqliteRecords
+from trawl.store.sqlite_db import open_database
+from trawl.wiring.embedded import build_context, normalise_rules
+from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from trawl.model import PageFetchedEvent, PageRecord
+
+FAILURES = 3
+
+
+class OutageRecords(SqliteRecords):
+    """Records whose first FAILURES page writes meet a store that went away."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.refused: list[str] = []
+
+    def put_page(self, record: PageRecord, event: PageFetchedEvent | None) -> None:
+        if len(self.refused) < FAILURES and record.url not in self.refused:
+            self.refused.append(record.url)
+            raise StoreUnavailable("PostgreSQL 127.0.0.1:5432/trawl: query failed: (a test)")
+        super().put_page(record, event)
+
+
+async def crawl(data_dir: Path, clock: VirtualClock, fetcher: ScriptedFetcher) -> list[str]:
+    s = settings()
+    rules = normalise_rules(s)
+    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
+    conn = open_database(data_dir / DB_NAME)
+    records = OutageRecords(conn)
+    ctx = build_context(s, data_dir, clock, conn=conn, records=records, fetcher=fetcher,
+                        cpu_pool=pool)  # fmt: skip
+    try:
+        add_seeds(ctx, seed_scopes(s, normalise_seeds([(u, "seed") for u in SEEDS], rules), rules))
+        await Crawler(ctx, watch_lag=False).run()
+    finally:
+        await ctx.durability.close()
+    return records.refused
+
+
+def test_issue_19_a_page_whose_outcome_met_an_outage_is_fetched_again_and_stored(
+    tmp_path: Path,
+) -> None:
+    clock = VirtualClock()
+    fetcher = ScriptedFetcher(web(), clock=clock, hosts=HOSTS, default_ip=None)
+    refused = asyncio.run(clock.run(crawl(tmp_path, clock, fetcher)))
+    assert len(refused) == FAILURES
+    sent = Counter(request.url for request in fetcher.requests)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        stored = {url for (url,) in conn.execute("SELECT url FROM pages")}
+    finally:
+        conn.close()
+    for url in refused:
+        assert sent[url] >= 2, f"{url} was not fetched again"
+        assert url in stored, f"{url} was never stored"
+    assert {seed for seed in SEEDS} <= stored
