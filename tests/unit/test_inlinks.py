@@ -251,10 +251,10 @@ def test_repr_and_stats_show_the_state() -> None:
 def test_issue_19_arrivals_add_their_pages_and_each_linking_site_once() -> None:
     counter = InLinkCounter(width=1 << 12, **SMALL)
     a = h(1)
-    assert counter.add_arrival(a, 1, "x.test") == (1, 1)
-    assert counter.add_arrival(a, 2, "x.test") == (3, 1), "x.test linked it before"
-    assert counter.add_arrival(a, 0, "y.test") == (3, 2), "a new site, no new page"
-    assert counter.add_arrival(a, 4, "") == (7, 2), "the target site's own pages"
+    assert counter.add_arrival(a, 1, "x.test") == ((0, 0), (1, 1))
+    assert counter.add_arrival(a, 2, "x.test") == ((1, 1), (3, 1)), "x.test linked it before"
+    assert counter.add_arrival(a, 0, "y.test") == ((3, 1), (3, 2)), "a new site, no new page"
+    assert counter.add_arrival(a, 4, "") == ((3, 2), (7, 2)), "the target site's own pages"
     assert counter.estimate(a) == (7, 2)
     assert counter.estimate(h(2)) == (0, 0)
 

@@ -227,36 +227,44 @@ class InLinkCounter:
         self._note_added(len(counted), new_pairs)
         return out
 
-    def add_arrival(self, url_hash: str, pages: int, source_site: str) -> tuple[int, int]:
+    def add_arrival(
+        self, url_hash: str, pages: int, source_site: str
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
         """Count in-links found elsewhere (cluster mode: another finder's share, through the
         target partition's stream): `pages` linking pages at once, and the site `source_site`
-        ("" when the link is the target site's own); returns the new (pages, sites)."""
+        ("" when the link is the target site's own); returns the (pages, sites) estimates
+        from before and after."""
         x = int(url_hash, 16)
-        mask = self._index_mask
-        s1, s2, s3 = self._shifts
-        indexes = ((x << 1) & mask, (x >> s1) & mask, (x >> s2) & mask, (x >> s3) & mask)
-        pages_now = self._raise(indexes, 0, pages)
+        indexes = self._indexes(x)
+        pages_before, pages_now = self._raise(indexes, 0, pages)
         new_pair = False
         if source_site:
             key = (x ^ _site_key(source_site)) - _OFFSET
             new_pair = key not in self._pairs
             if new_pair:
                 self._pairs.add(key)
-        sites_now = self._raise(indexes, 1, int(new_pair))
+        sites_before, sites_now = self._raise(indexes, 1, int(new_pair))
         self._note_added(int(pages > 0), int(new_pair))
-        return pages_now, sites_now
+        return (pages_before, sites_before), (pages_now, sites_now)
 
-    def _raise(self, indexes: tuple[int, ...], lane: int, by: int) -> int:
-        """Conservative update by `by` of one lane (0 pages, 1 sites); the new estimate."""
+    def _indexes(self, x: int) -> tuple[int, int, int, int]:
+        """The pages counter's index in each row for the urlHash `x` (sites: one past it)."""
+        mask = self._index_mask
+        s1, s2, s3 = self._shifts
+        return (x << 1) & mask, (x >> s1) & mask, (x >> s2) & mask, (x >> s3) & mask
+
+    def _raise(self, indexes: tuple[int, ...], lane: int, by: int) -> tuple[int, int]:
+        """Conservative update by `by` of one lane (0 pages, 1 sites): the estimate before
+        and after."""
         rows = self._rows
-        now = min(rows[r][i + lane] for r, i in enumerate(indexes))
+        before = min(rows[r][i + lane] for r, i in enumerate(indexes))
         if by <= 0:
-            return now
-        now = min(now + by, _MAX_COUNT)
+            return before, before
+        now = min(before + by, _MAX_COUNT)
         for r, i in enumerate(indexes):
             if rows[r][i + lane] < now:
                 rows[r][i + lane] = now
-        return now
+        return before, now
 
     def _note_added(self, links: int, pairs: int) -> None:
         self._links_since_halving += links
@@ -271,10 +279,7 @@ class InLinkCounter:
 
     def estimate(self, url_hash: str) -> tuple[int, int]:
         """(linking pages, linking other sites) for a urlHash; never under-counts (see module)."""
-        x = int(url_hash, 16)
-        mask = self._index_mask
-        s1, s2, s3 = self._shifts
-        indexes = ((x << 1) & mask, (x >> s1) & mask, (x >> s2) & mask, (x >> s3) & mask)
+        indexes = self._indexes(int(url_hash, 16))
         rows = self._rows
         pages = min(rows[r][i] for r, i in enumerate(indexes))
         sites = min(rows[r][i + 1] for r, i in enumerate(indexes))

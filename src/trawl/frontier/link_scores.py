@@ -105,8 +105,7 @@ class LinkScores:
     def count_arrival(self, url_hash: str, pages: int, referrer: str) -> bool:
         """Cluster mode: count in-links that arrived for a URL of an owned partition; True
         when its score should change (a count crossed a power of two)."""
-        before = self.ranking.estimate(url_hash)
-        after = self.ranking.add_arrival(url_hash, pages, referrer)
+        before, after = self.ranking.add_arrival(url_hash, pages, referrer)
         return any(
             (1 + old).bit_length() != (1 + new).bit_length()
             for old, new in zip(before, after, strict=True)

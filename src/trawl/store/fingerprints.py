@@ -47,6 +47,15 @@ class NearMatch(NamedTuple):
     distance: int
 
 
+def closest(found: list[tuple[int, str, str, str]]) -> NearMatch | None:
+    """The nearest of (distance, url hash, url, site) candidates; ties go to the smallest
+    url hash, so every adapter names the same original."""
+    if not found:
+        return None
+    bits, url_hash, url, site = min(found)
+    return NearMatch(url_hash, url, site, bits)
+
+
 def simhash_blocks(simhash: int) -> tuple[int, int, int, int]:
     return (
         simhash & _MASK16,

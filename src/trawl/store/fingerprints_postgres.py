@@ -33,6 +33,7 @@ from trawl.store.fingerprints import (
     NearMatch,
     Original,
     check_distance,
+    closest,
     distance,
     near_params,
     near_query,
@@ -120,10 +121,7 @@ class PostgresFingerprints:
                 bits = distance(other, simhash)
                 if bits <= max_distance:
                     found.append((bits, url_hash, str(url), str(site)))
-        if not found:
-            return None
-        bits, url_hash, url, site = min(found)
-        return NearMatch(url_hash, url, site, bits)
+        return closest(found)
 
     def _read(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         """The committed rows, or none while the server can't be reached."""

@@ -19,6 +19,7 @@ from trawl.store.fingerprints import (
     NearMatch,
     Original,
     check_distance,
+    closest,
     distance,
     near_params,
     near_query,
@@ -75,10 +76,7 @@ class SqliteFingerprints:
             ).fetchone()
             if url_hash != exclude_url_hash:
                 found.append((bits, url_hash, url, site))
-        if not found:
-            return None
-        bits, url_hash, url, site = min(found)
-        return NearMatch(url_hash, url, site, bits)
+        return closest(found)
 
     def put_simhash(self, url_hash: str, url: str, site: str, simhash: int) -> None:
         self._begin()
