@@ -142,14 +142,23 @@ def interval_row(before: StatsSample, after: StatsSample) -> dict[str, object]:
         "pagesStored": after.pages_stored,
         "bytesDownloaded": after.bytes_downloaded,
         "errors": after.errors,
-        "pagesPerSecond": _grown(before.pages_fetched, after.pages_fetched) / dt,
-        "storedPerSecond": _grown(before.pages_stored, after.pages_stored) / dt,
-        "bytesPerSecond": _grown(before.bytes_downloaded, after.bytes_downloaded) / dt,
+        "pagesPerSecond": _per_second(_grown(before.pages_fetched, after.pages_fetched), dt),
+        "storedPerSecond": _per_second(_grown(before.pages_stored, after.pages_stored), dt),
+        "bytesPerSecond": _per_second(_grown(before.bytes_downloaded, after.bytes_downloaded), dt),
         "newErrors": _grown(before.errors, after.errors),
         "statuses": {cls: _grown(a, b) for cls, a, b in statuses},
         "frontier": {"fast": fast, "slow": slow, "refresh": refresh},
         "turns": {"discovery": turns[0] + turns[1], "refresh": turns[2]},
     }
+
+
+def _per_second(n: int, dt: float) -> float:
+    """`n` over `dt` seconds, finite: an interval of a few femtoseconds (a clock stepped
+    between two samples) overflowed the division to inf, which JSON cannot carry."""
+    return n / max(dt, _MIN_INTERVAL_S)
+
+
+_MIN_INTERVAL_S = 1e-6
 
 
 def _grown(before: int, after: int) -> int:
