@@ -10,6 +10,7 @@ faithful, but they are not content: no storageKey, no event.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,8 @@ from trawl.parse.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
+
+log = logging.getLogger(__name__)
 
 # The error of a redirect whose target would be one hop past fetch.max_redirects.
 TOO_MANY_REDIRECTS = "too_many_redirects"
@@ -68,16 +71,20 @@ class PageOutcomes:
         # The fetcher reads a page's body only for fetch.stored_types (HTML).
         elif result.body is not None and 200 <= result.status < 300:
             known = previous.content_hash if previous is not None else ""
-            out: PageOutput = await ctx.page_workers.run(self._page_input(result, known))
-            ctx.inbox.drain()
-            if previous is not None:
-                changed = out.content_hash != previous.content_hash
-            event = self.content.store(item, result, record, out, previous)
-            if out.render_reason is not None:
-                ctx.stats.count(ctx.stats.render_candidates, out.render_reason.value)
-            if self.renders is not None:
-                self.renders.consider(item, record, out)
-            self._queue_links(item, out, record)
+            try:
+                out: PageOutput = await ctx.page_workers.run(self._page_input(result, known))
+            except Exception as exc:  # see _page_work_failed
+                self._page_work_failed(item, record, exc)
+            else:
+                ctx.inbox.drain()
+                if previous is not None:
+                    changed = out.content_hash != previous.content_hash
+                event = self.content.store(item, result, record, out, previous)
+                if out.render_reason is not None:
+                    ctx.stats.count(ctx.stats.render_candidates, out.render_reason.value)
+                if self.renders is not None:
+                    self.renders.consider(item, record, out)
+                self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
             self._archive_answer(item, result, record)
             self._follow_redirect(item, result, record)
@@ -88,6 +95,19 @@ class PageOutcomes:
         self._plan_refetch(item, record, previous, changed)
         ctx.records.put_page(record, event)
         ctx.frontier.done(lease)
+
+    def _page_work_failed(self, item: CrawlUrl, record: PageRecord, exc: Exception) -> None:
+        """A page its worker could not work out: an exception from the page work (a parser
+        bug met on some input) or a worker that died on it every time (WorkerCrashed).
+
+        Page work runs apart so that such a page costs that page only: it is recorded with
+        the error, neither stored nor followed, and refetched on its schedule like any
+        other answer. Raised on, it ended the crawl's task group: one hostile page stopped
+        the whole crawl (tests/loop/test_page_work_failure.py).
+        """
+        record.error = f"page_work: {type(exc).__name__}: {exc}"
+        self.ctx.stats.count(self.ctx.stats.skipped, "page_work_failed")
+        log.warning("%s: page work failed, not stored: %s", item.url, record.error)
 
     def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
         ctx = self.ctx

@@ -203,12 +203,13 @@ class Renders:
             "requestsFetched": result.requests_fetched,
             "requestsBlocked": result.requests_blocked,
         }
+        outcome = result.state.value
         if result.state is not RenderState.FAILED and result.html:
-            await self._store(item, stored, result, fields)
+            outcome = await self._store(item, stored, result, fields)
         else:
             fields["message"] = result.message
             self._note_record(item, fields)
-        self._finish(item, result.state.value)
+        self._finish(item, outcome)
 
     async def _browse(self, item: RenderItem, stored: StoredBody) -> RenderResult:
         ctx, s = self._ctx, self._parts.settings
@@ -234,18 +235,25 @@ class Renders:
     async def _store(
         self, item: RenderItem, stored: StoredBody, result: RenderResult,
         fields: dict[str, object],
-    ) -> None:  # fmt: skip
+    ) -> str:  # fmt: skip
         """The DOM through the duplicate checks and into the WARC, its links into intake,
-        what it gained into the policy and the page record."""
+        what it gained into the policy and the page record; the render's outcome."""
         ctx = self._ctx
         html = result.html.encode("utf-8", errors="replace")
-        out: RenderedOutput = await ctx.cpu_pool.run(
-            process_rendered, item.url, html, stored.payload, ctx.agent_token
-        )
+        try:
+            out: RenderedOutput = await ctx.cpu_pool.run(
+                process_rendered, item.url, html, stored.payload, ctx.agent_token
+            )
+        except Exception as exc:  # a DOM no parser copes with: as loop.outcomes does a page
+            message = f"page_work: {type(exc).__name__}: {exc}"
+            log.warning("render of %s not stored: %s", item.url, message)
+            fields.update(state=RenderState.FAILED.value, message=message)
+            self._note_record(item, fields)
+            return RenderState.FAILED.value
         # From here to the record's write nothing awaits: the record read is the latest.
         record = ctx.records.get_page(item.url_hash)
         if record is None:
-            return
+            return result.state.value
         copy = self._content.store_rendered(
             item, record, html, out, result.state.value, item.record_id or stored.record_id
         )
@@ -268,6 +276,7 @@ class Renders:
             fields["noindex"] = True
         record.render = fields
         ctx.records.put_page(record, copy.event)
+        return result.state.value
 
     def _note_record(self, item: RenderItem, fields: dict[str, object]) -> None:
         records = self._ctx.records

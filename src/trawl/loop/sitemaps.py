@@ -18,6 +18,7 @@ taken. A sitemap gets a page record (kind
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from trawl.model import CrawlUrl, FetchResult, PageRecord
     from trawl.politeness.robots import RobotsRules
     from trawl.politeness.site_state import SiteState
+
+log = logging.getLogger(__name__)
 
 
 class Sitemaps:
@@ -69,9 +72,15 @@ class Sitemaps:
         if result.body is None or not 200 <= result.status < 300:
             return
         s = ctx.policy.sitemaps
-        out: SitemapOutput = await ctx.cpu_pool.run(
-            process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
-        )
+        try:
+            out: SitemapOutput = await ctx.cpu_pool.run(
+                process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
+            )
+        except Exception as exc:  # its worker died on it every time: as loop.outcomes does
+            record.error = f"sitemap: page_work: {type(exc).__name__}: {exc}"
+            ctx.stats.count(ctx.stats.skipped, "sitemap_error")
+            log.warning("%s: sitemap not read: %s", item.url, record.error)
+            return
         record.content_hash = out.content_hash
         record.body_bytes = len(result.body)
         if out.error:

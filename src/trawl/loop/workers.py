@@ -13,7 +13,8 @@ How this works (issue 13):
   good: every pending call fails with BrokenProcessPool. `WorkerPool.run` then starts a
   fresh pool (once per broken pool, however many calls saw it), logs one line, and redoes
   the call there. A call that breaks `MAX_ATTEMPTS` pools in a row is a bug of ours (work
-  that kills its worker every time), raised as `WorkerCrashed`. The broken pool's other
+  that kills its worker every time), raised as `WorkerCrashed` (for a page, its outcome
+  records the error and the crawl goes on: loop.outcomes). The broken pool's other
   workers are SIGKILLed: they would ignore the SIGTERM the executor ends them with.
 - Pools are started whole before use (`start_process_pool`), a replacement on a thread:
   spawning a worker blocks, and the event loop must not (see there why).
