@@ -129,3 +129,31 @@ def test_issue_13_work_that_always_kills_its_worker_is_raised_as_a_bug() -> None
         assert pool.stats().replaced == MAX_ATTEMPTS
     finally:
         pool.shutdown()
+
+
+def square_or_die_on_13(items: list[int]) -> list[int | BaseException]:
+    """Squares, but 13 SIGKILLs the worker it runs in, every time (a poison page)."""
+    if 13 in items:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return [i * i for i in items]
+
+
+def test_a_batch_that_kept_killing_its_worker_is_split_so_only_its_culprit_fails() -> None:
+    pool = new_pool()
+
+    workers: BatchedWorkers[int, int] = BatchedWorkers(pool, square_or_die_on_13, max_batch=8)
+
+    async def main() -> list[int | BaseException]:
+        return list(
+            await asyncio.gather(*(workers.run(i) for i in range(10, 18)), return_exceptions=True)
+        )
+
+    try:
+        results = asyncio.run(main())
+        assert (workers.batches, workers.split) == (1, 1)
+        assert isinstance(results[3], WorkerCrashed), results
+        assert results[:3] + results[4:] == [i * i for i in (10, 11, 12, 14, 15, 16, 17)]
+        # The whole batch broke MAX_ATTEMPTS pools, then 13 alone did as many again.
+        assert pool.stats().replaced == 2 * MAX_ATTEMPTS, repr(pool)
+    finally:
+        pool.shutdown()

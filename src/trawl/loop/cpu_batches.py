@@ -13,13 +13,17 @@ A batch's pages come back one per turn of the event loop, not all at once: each 
 outcome (records, links queued, duplicates) is a few ms of work on the loop, and waking a
 batch's 9-16 waiting tasks together made one turn of 30-50 ms that every timer, response
 and API call waited behind (issue 17's loop lag).
-A batch whose worker died is redone on a fresh pool (loop.workers.WorkerPool).
+A batch whose worker died is redone on a fresh pool (loop.workers.WorkerPool); one that
+kept killing its workers (WorkerCrashed) is redone an item at a time, so that only the item
+that kills them fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from trawl.loop.workers import WorkerCrashed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,6 +54,7 @@ class BatchedWorkers(Generic[In, Out]):
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[list[Out | BaseException]]] = set()  # strong refs
         self.batches = 0
+        self.split = 0  # batches redone an item at a time after they kept killing workers
         self.pending = 0  # items given to `run` whose result has not been handed back
         self._room: list[tuple[int, asyncio.Future[None]]] = []  # `wait_below` callers
 
@@ -99,10 +104,28 @@ class BatchedWorkers(Generic[In, Out]):
         items, futures = self._items, self._futures
         self._items, self._futures = [], []
         self.batches += 1
-        done = asyncio.get_running_loop().create_task(self._pool.run(self._fn_batch, items))
+        done = asyncio.get_running_loop().create_task(self._run_batch(items))
         self._running.add(done)
         done.add_done_callback(self._running.discard)
         done.add_done_callback(lambda d: _settle(d, futures))
+
+    async def _run_batch(self, items: list[In]) -> list[Out | BaseException]:
+        try:
+            return await self._pool.run(self._fn_batch, items)
+        except WorkerCrashed:
+            if len(items) == 1:
+                raise
+        # Some item kills its worker every time (a page no parser survives): the batch is
+        # tried again an item at a time, one after another, so that only that item fails
+        # and not the pages that shared its batch (nor its crawl: loop.outcomes).
+        self.split += 1
+        out: list[Out | BaseException] = []
+        for item in items:
+            try:
+                out += await self._pool.run(self._fn_batch, [item])
+            except WorkerCrashed as exc:
+                out.append(exc)
+        return out
 
     def __repr__(self) -> str:
         return f"<BatchedWorkers waiting={len(self._items)} batches={self.batches}>"
