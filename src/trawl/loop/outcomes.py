@@ -28,6 +28,8 @@ from trawl.urls.registered_domain import host_of, site_of
 
 log = logging.getLogger(__name__)
 
+MAX_ERROR_CHARS = 500  # of a failed page work's message kept in its record
+
 # The error of a redirect whose target would be one hop past fetch.max_redirects.
 TOO_MANY_REDIRECTS = "too_many_redirects"
 
@@ -105,7 +107,7 @@ class PageOutcomes:
         other answer. Raised on, it ended the crawl's task group: one hostile page stopped
         the whole crawl (tests/loop/test_page_work_failure.py).
         """
-        record.error = f"page_work: {type(exc).__name__}: {exc}"
+        record.error = f"page_work: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
         self.ctx.stats.count(self.ctx.stats.skipped, "page_work_failed")
         log.warning("%s: page work failed, not stored: %s", item.url, record.error)
 
