@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 WINDOW_S = 15.0
+FIRST_FETCH_SLACK_S = 10.0  # a page fetched this long before the kill may be unpublished
 
 
 @pytest.fixture
@@ -133,12 +134,23 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
         fetched = fetched_pages(web)
         # A page whose record its node could not publish while Redis failed over (links go
         # first, to the streams) is fetched again by the partition's next holder: at least
-        # once, never lost. Only the lost partitions may see that.
+        # once, never lost. Not only on the lost partitions: a node's renewals go out as one
+        # pipeline over every primary, and one primary failing leaves the whole batch
+        # without an answer (cluster.redis_replication), so a partition elsewhere can lapse
+        # and be taken again from the shared state (one CI run in several: a page of a
+        # partition on a live primary fetched twice). So the bound is in time: only a page
+        # first fetched around the failover is fetched again.
+        first_at: dict[tuple[str, str], float] = {}
+        for r in requests:
+            key = (r.host, r.path)
+            first_at[key] = min(first_at.get(key, r.t_start), r.t_start)
+        around = (killed_at - FIRST_FETCH_SLACK_S, killed_at + promoted_s + WINDOW_S)
         twice = {page: n for page, n in fetched.items() if n > 1}
-        print(f"fetched again after the failover: {twice}")
-        assert all(
-            partition_of(registered_domain(host), PARTITIONS) in lost for host, _ in twice
-        ), twice
+        print(
+            f"fetched again after the failover: {twice}; first fetched at"
+            f" {[round(first_at[page] - killed_at, 2) for page in twice]} s from the kill"
+        )
+        assert all(around[0] <= first_at[page] <= around[1] for page in twice), twice
         check_complete(cluster, fetched)
         logs = {node_id: cluster.log_of(node_id) for node_id in codes}
         assert any("redis:" in log for log in logs.values()), "no node said Redis failed"
