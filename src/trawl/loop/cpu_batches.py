@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from trawl.fetch.http_common import one_line
 from trawl.loop.workers import WorkerCrashed
 
 if TYPE_CHECKING:
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 
 In = TypeVar("In")
 Out = TypeVar("Out")
+
+
+def failed_work(exc: Exception) -> str:
+    """A page work's failure (its exception, or WorkerCrashed) as a record's error: one
+    short line, as the fetcher words its own errors."""
+    return f"page_work: {type(exc).__name__}: {one_line(exc)}"
 
 
 class BatchedWorkers(Generic[In, Out]):

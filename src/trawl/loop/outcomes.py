@@ -19,6 +19,7 @@ from trawl.frontier.containment import ContainReason, PageVerdict
 from trawl.frontier.retries import retry_cause, retry_not_before
 from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
+from trawl.loop.cpu_batches import failed_work
 from trawl.loop.renders import carried_render
 from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.parse.page_work import PageInput, PageOutput
@@ -27,8 +28,6 @@ from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of
 
 log = logging.getLogger(__name__)
-
-MAX_ERROR_CHARS = 500  # of a failed page work's message kept in its record
 
 # The error of a redirect whose target would be one hop past fetch.max_redirects.
 TOO_MANY_REDIRECTS = "too_many_redirects"
@@ -107,7 +106,7 @@ class PageOutcomes:
         other answer. Raised on, it ended the crawl's task group: one hostile page stopped
         the whole crawl (tests/loop/test_page_work_failure.py).
         """
-        record.error = f"page_work: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        record.error = failed_work(exc)
         self.ctx.stats.count(self.ctx.stats.skipped, "page_work_failed")
         log.warning("%s: page work failed, not stored: %s", item.url, record.error)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trawl.errors import DataError
+from trawl.loop.cpu_batches import failed_work
 from trawl.loop.lag import HIGH_LAG_S
 from trawl.model import CrawlUrl, Line
 from trawl.parse.page_work import process_rendered
@@ -245,7 +246,7 @@ class Renders:
                 process_rendered, item.url, html, stored.payload, ctx.agent_token
             )
         except Exception as exc:  # a DOM no parser copes with: as loop.outcomes does a page
-            message = f"page_work: {type(exc).__name__}: {exc}"
+            message = failed_work(exc)
             log.warning("render of %s not stored: %s", item.url, message)
             fields.update(state=RenderState.FAILED.value, message=message)
             self._note_record(item, fields)

@@ -22,6 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
+from trawl.loop.cpu_batches import failed_work
 from trawl.parse.page_work import SitemapOutput, process_sitemap
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
@@ -77,7 +78,7 @@ class Sitemaps:
                 process_sitemap, result.body, s.max_urls_per_site, s.max_bytes
             )
         except Exception as exc:  # its worker died on it every time: as loop.outcomes does
-            record.error = f"sitemap: page_work: {type(exc).__name__}: {exc}"
+            record.error = f"sitemap: {failed_work(exc)}"
             ctx.stats.count(ctx.stats.skipped, "sitemap_error")
             log.warning("%s: sitemap not read: %s", item.url, record.error)
             return
