@@ -134,12 +134,12 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
         fetched = fetched_pages(web)
         # A page whose record its node could not publish while Redis failed over (links go
         # first, to the streams) is fetched again by the partition's next holder: at least
-        # once, never lost. Not only on the lost partitions: a node's renewals go out as one
-        # pipeline over every primary, and one primary failing leaves the whole batch
-        # without an answer (cluster.redis_replication), so a partition elsewhere can lapse
-        # and be taken again from the shared state (one CI run in several: a page of a
-        # partition on a live primary fetched twice). So the bound is in time: only a page
-        # first fetched around the failover is fetched again.
+        # once, never lost. Not only on the lost partitions: renewals go out one pipeline
+        # per primary (cluster.redis_replication), so a dead primary no longer takes the
+        # live ones' renewals with it, but between its FAIL flag and its replica's
+        # promotion the whole cluster answers CLUSTERDOWN, and a partition elsewhere whose
+        # margin ran out then is taken again from the shared state. So the bound is in
+        # time: only a page first fetched around the failover is fetched again.
         first_at: dict[tuple[str, str], float] = {}
         for r in requests:
             key = (r.host, r.path)

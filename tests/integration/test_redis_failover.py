@@ -59,9 +59,14 @@ def test_issue_19_confirmed_leases_survive_a_primary_killed(redis_replicated: Re
             ]
             redis_replicated.kill_primary(victim)
             # Until the replica is promoted, the victim's slots fail as unavailable only.
-            renewals, failures = await _until_answered(
-                lambda: leases.renew_many([(p, tokens[p]) for p in on_victim], ttl_s=60.0)
-            )
+
+            async def renew_confirmed() -> list[bool | None]:
+                renewals = await leases.renew_many([(p, tokens[p]) for p in on_victim], 60.0)
+                if None in renewals:  # answered (CLUSTERDOWN) but not confirmed
+                    raise CoordinatorUnavailable("not confirmed")
+                return renewals
+
+            renewals, failures = await _until_answered(renew_confirmed)
             assert renewals == [True] * len(on_victim), "a confirmed lease was lost"
             assert failures >= 1, "the renewals never saw the failover"
             redis_replicated.wait_promoted()
@@ -76,6 +81,37 @@ def test_issue_19_confirmed_leases_survive_a_primary_killed(redis_replicated: Re
             assert all(
                 new is not None and new > tokens[p] for p, new in zip(on_victim, again, strict=True)
             )
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_issue_19_a_dead_primary_costs_only_the_renewals_it_served(
+    redis_replicated: ReplicatedCluster,
+):
+    # Renewals go out as one pipeline per primary: before, one pipeline spanned all three,
+    # and a dead primary left every renewal unanswered, so partitions on the live primaries
+    # lapsed during a long enough failover (seen in tests/e2e/test_cluster_redis_failover.py).
+    async def main() -> None:
+        keys = ClusterKeys("per-primary")
+        client = await connect(redis_replicated.server.url, timeout_s=1.0)
+        try:
+            leases = RedisLeases(client, keys)
+            tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
+            victim = redis_replicated.primary_of(keys.lease(0))
+            on_victim = [
+                p for p in range(PARTITIONS) if redis_replicated.primary_of(keys.lease(p)) == victim
+            ]
+            assert 0 < len(on_victim) < PARTITIONS
+            redis_replicated.kill_primary(victim)
+            # Three batches well inside the node timeout (1 s): the cluster has not yet
+            # flagged the victim, so its live primaries serve their slots all along.
+            for _ in range(3):
+                renewals = await leases.renew_many(list(enumerate(tokens)), ttl_s=60.0)
+                assert [p for p, ok in enumerate(renewals) if ok is None] == on_victim
+                assert all(ok is True for p, ok in enumerate(renewals) if p not in on_victim)
+                await asyncio.sleep(0.1)
         finally:
             await client.aclose()
 

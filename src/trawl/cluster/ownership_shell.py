@@ -395,10 +395,11 @@ class OwnershipShell:
         answered, oks = await self._request(lambda: self._leases.renew_many(leases, ttl_s))
         now = self._now()
         for i, request in enumerate(requests):
-            if answered and oks is not None:
-                self.core.renewed(request, oks[i], now)
-            else:
+            ok = oks[i] if answered and oks is not None else None
+            if ok is None:  # no answer, or its Redis node's replica did not confirm it
                 self.core.failed(request, now)
+            else:
+                self.core.renewed(request, ok, now)
             self._tell_deadline(request.partition)
         self._wake.set()
 

@@ -141,24 +141,29 @@ class RedisLeases:
         return [None if reply in (None, UNCONFIRMED) else int(str(reply)) for reply in replies]
 
     async def renew(self, partition: int, token: int, ttl_s: float) -> bool:
-        """Extend the lease to `ttl_s` from now if it still carries `token`."""
-        return (await self.renew_many([(partition, token)], ttl_s))[0]
+        """Extend the lease to `ttl_s` from now if it still carries `token`.
 
-    async def renew_many(self, leases: Sequence[tuple[int, int]], ttl_s: float) -> list[bool]:
-        """`renew` for many (partition, token) pairs in one pipeline: a member holding a
-        thousand partitions renews them in one round trip, not a thousand.
+        Raises CoordinatorUnavailable when no replica confirmed it."""
+        ok = (await self.renew_many([(partition, token)], ttl_s))[0]
+        if ok is None:
+            raise CoordinatorUnavailable(f"redis: renew partition {partition}: not confirmed")
+        return ok
 
-        Raises CoordinatorUnavailable when a renewal no replica confirmed is among them, so
-        the caller keeps every old deadline (which a promoted replica would honour)."""
+    async def renew_many(
+        self, leases: Sequence[tuple[int, int]], ttl_s: float
+    ) -> list[bool | None]:
+        """`renew` for many (partition, token) pairs in one pipeline per Redis node: a member
+        holding a thousand partitions renews them in one round trip, not a thousand.
+
+        None for a renewal no replica confirmed (its node failed or did not confirm in
+        time): the caller keeps that lease's old deadline, which a promoted replica would
+        honour. Raises CoordinatorUnavailable when no node answered at all."""
         calls = [
             (_RENEW.source, [self._keys.lease(partition)], [str(token), _ms(ttl_s)])
             for partition, token in leases
         ]
-        what = f"renew {len(leases)} partitions"
-        replies = await self._writes.run(what, calls)
-        if any(reply is UNCONFIRMED for reply in replies):
-            raise CoordinatorUnavailable(f"redis: {what}: no replica confirmed them in time")
-        return [reply == 1 for reply in replies]
+        replies = await self._writes.run(f"renew {len(leases)} partitions", calls)
+        return [None if reply is UNCONFIRMED else reply == 1 for reply in replies]
 
     async def release(self, partition: int, token: int) -> bool:
         """Delete the lease if it still carries `token`; False when it had expired or moved."""

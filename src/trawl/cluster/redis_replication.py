@@ -6,13 +6,18 @@ then has no lease (another member takes the partition while we still fetch: owne
 an older token counter (a token handed out again) or no hold (two requests to one IP).
 
 How this works:
-- A batch of scripts goes out as one pipeline; behind them, per node and on that node's
-  same connection (WAIT counts the writes of its own connection), `WAIT 1 <wait ms>` and
-  `ROLE`. A node's writes are confirmed when WAIT counts a replica, or when ROLE lists
-  none (a single Redis, a cluster without replicas, a promoted replica whose primary is
-  dead: no copy exists that a failover could promote, so there is nothing more to have).
+- A batch of scripts goes out as one pipeline per node, all nodes at once; behind each
+  node's scripts, on the same connection (WAIT counts the writes of its own connection),
+  `WAIT 1 <wait ms>` and `ROLE`. A node's writes are confirmed when WAIT counts a
+  replica, or when ROLE lists none (a single Redis, a cluster without replicas, a
+  promoted replica whose primary is dead: no copy exists that a failover could promote,
+  so there is nothing more to have).
   A node last seen without a replica gets `WAIT 0 0` (no wait); ROLE in the same batch
   notices a replica that joined, and the next batch waits for it.
+- One node failing costs its own writes only. The batch went out as one cluster pipeline
+  before: a dead primary made redis-py retry it, closing every node's connections first,
+  so a node's renewals on its live primaries went unanswered too, and those partitions
+  lapsed during a failover longer than their margin (seen in the e2e failover test).
 - A write whose node failed, moved its slot or did not confirm answers `UNCONFIRMED`; the
   caller decides what that means (a lease not taken, renewals without an answer, an IP
   slot not taken). A MOVED reply makes us learn the new slot map at once.
@@ -29,20 +34,20 @@ How this works:
   `cluster-replica-validity-factor`, so run replicas with `min-replicas-to-write 1` where
   that matters. The replica expires leases at the primary's absolute PEXPIREAT, on its own
   wall clock: skew between the two machines must stay well below the lease margin (NTP).
-- A cluster pipeline that redis-py retries after a connection error re-routes every
-  command by its keys and forgets `target_nodes`, so `ROLE` (no key) can't be placed and
-  the retry raises RedisClusterException: counted as no answer, never as a false
-  confirmation of a WAIT that ran on another connection.
+- Each node's pipeline is sent on that node's own connections, with no retry and no
+  redirection: a write re-sent to another connection or node would not be covered by the
+  WAIT behind it, so a failure or a MOVED is no answer, never a false confirmation.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
 from redis import exceptions as redis_errors
 from redis.asyncio import RedisCluster
-from redis.asyncio.cluster import ClusterPipeline
+from redis.asyncio.cluster import ClusterNode, PipelineCommand
 
 from trawl.cluster.redis_coord import CoordinatorUnavailable, unavailable_as_trawl_error
 
@@ -61,6 +66,8 @@ _NOT_CONFIRMED = (
 )
 
 
+_CONNECTION_LOST = (redis_errors.ConnectionError, redis_errors.TimeoutError)
+
 UNCONFIRMED = object()  # a write's reply when no replica confirmed it
 
 
@@ -73,9 +80,8 @@ def _replica_count(role: object) -> int:
 
 @contextlib.contextmanager
 def _rerouted_as_unavailable(what: str) -> Iterator[None]:
-    """redis-py's cluster pipeline, retrying after a connection error, routes each command
-    by its keys and forgets `target_nodes`, so it can't place ROLE and raises: the node
-    failed mid-batch, which is no answer. So is a slot no node serves during a failover."""
+    """redis-py's cluster client failing to learn the slot map, or finding a slot no node
+    serves, during a failover: no answer."""
     try:
         yield
     except redis_errors.RedisClusterException as error:
@@ -103,43 +109,90 @@ class ReplicatedWrites:
     async def run(
         self, what: str, calls: Sequence[tuple[str, list[str], list[str]]]
     ) -> list[object]:
-        """Run scripts (source, keys, args) in one pipeline, by EVAL (a pipeline can't
-        recover from a node lacking a script), and confirm them per node with WAIT and ROLE
-        on the same connection. Each script's reply, or `UNCONFIRMED` when its node did not
-        confirm it (a script's nil is a real answer, so None can't stand for that).
+        """Run scripts (source, keys, args) by EVAL (a pipeline can't recover from a node
+        lacking a script), one pipeline per node, all nodes at once, and confirm each node's
+        scripts with WAIT and ROLE on that pipeline's connection. Each script's reply, or
+        `UNCONFIRMED` when its node failed or did not confirm it (a script's nil is a real
+        answer, so None can't stand for that).
 
-        Raises CoordinatorUnavailable when no reply came at all; any other error a script
-        raised propagates (we sent something wrong)."""
+        One node failing leaves the other nodes' replies answered: a primary dying must not
+        take every renewal of a batch with it, or partitions on live primaries lapse during
+        its failover. Raises CoordinatorUnavailable when no node answered at all; any other
+        error a script raised propagates (we sent something wrong)."""
         targets = await self._targets(what, [keys[0] for _, keys, _ in calls])
-        pipe = self._client.pipeline(transaction=False)
-        for source, keys, args in calls:
-            pipe.eval(source, len(keys), *keys, *args)
-        for name, target in dict(targets).items():
-            wanted = 1 if self._replicas[name] > 0 else 0
-            routing = {} if target is None else {"target_nodes": target}
-            pipe.execute_command("WAIT", str(wanted), self._wait_ms if wanted else "0", **routing)
-            pipe.execute_command("ROLE", **routing)
-        with unavailable_as_trawl_error(what), _rerouted_as_unavailable(what):
-            if isinstance(pipe, ClusterPipeline):
-                # No redirections: a write redis-py re-sent to another node after MOVED would
-                # not be covered by the WAIT behind it on this connection.
-                replies = await pipe.execute(raise_on_error=False, allow_redirections=False)
-            else:
-                replies = await pipe.execute(raise_on_error=False)
-        writes, checks = replies[: len(calls)], replies[len(calls) :]
-        confirmed = self._confirmed_nodes(list(dict(targets)), checks)
-        if any(isinstance(reply, redis_errors.MovedError) for reply in writes):
+        by_node: dict[str, list[int]] = {}
+        for i, (name, _) in enumerate(targets):
+            by_node.setdefault(name, []).append(i)
+        nodes = dict(targets)
+        answers = await asyncio.gather(
+            *(
+                self._run_on(what, name, nodes[name], [calls[i] for i in indexes])
+                for name, indexes in by_node.items()
+            )
+        )
+        failed = [answer for answer in answers if isinstance(answer, CoordinatorUnavailable)]
+        if failed and isinstance(self._client, RedisCluster):
+            # What redis-py does after a failed command: drop every connection and learn the
+            # slot map again on the next call; here only once every node has answered.
+            await self._client.aclose()
+        if failed and len(failed) == len(answers):
+            raise failed[0]
+        out: list[object] = [UNCONFIRMED] * len(calls)
+        moved = False
+        for (name, indexes), answer in zip(by_node.items(), answers, strict=True):
+            if isinstance(answer, CoordinatorUnavailable):
+                self.unconfirmed += len(indexes)
+                continue
+            writes, checks = answer[: len(indexes)], answer[len(indexes) :]
+            confirmed = self._confirmed(name, checks)
+            for i, reply in zip(indexes, writes, strict=True):
+                moved = moved or isinstance(reply, redis_errors.MovedError)
+                if isinstance(reply, _NOT_CONFIRMED) or not confirmed:
+                    self.unconfirmed += 1
+                elif isinstance(reply, Exception):
+                    raise reply  # we sent something wrong: not Redis being down
+                else:
+                    out[i] = reply
+        if moved:
             await self._refresh_slots(what)
-        out: list[object] = []
-        for (name, _), reply in zip(targets, writes, strict=True):
-            if isinstance(reply, _NOT_CONFIRMED) or not confirmed[name]:
-                self.unconfirmed += 1
-                out.append(UNCONFIRMED)
-            elif isinstance(reply, Exception):
-                raise reply  # we sent something wrong: not Redis being down
-            else:
-                out.append(reply)
         return out
+
+    async def _run_on(
+        self,
+        what: str,
+        name: str,
+        target: object,
+        calls: Sequence[tuple[str, list[str], list[str]]],
+    ) -> list[object] | CoordinatorUnavailable:
+        """One node's scripts, then WAIT and ROLE, on one connection: the replies, or the
+        node's failure as a value (the other nodes' pipelines are still being answered)."""
+        wanted = 1 if self._replicas[name] > 0 else 0
+        commands: list[tuple[str | int, ...]] = [
+            ("EVAL", source, len(keys), *keys, *args) for source, keys, args in calls
+        ]
+        commands += [("WAIT", str(wanted), self._wait_ms if wanted else "0"), ("ROLE",)]
+        try:
+            with unavailable_as_trawl_error(f"{what} on {name or 'redis'}"):
+                if isinstance(target, ClusterNode):
+                    # The node's own pipeline, not the client's: redis-py's cluster
+                    # pipeline re-sends after a connection error, redirects (a write re-sent
+                    # elsewhere is not covered by the WAIT behind it here) and first closes
+                    # every node's connections, including those still reading our other
+                    # nodes' replies.
+                    piped = [PipelineCommand(i, *args) for i, args in enumerate(commands)]
+                    await target.execute_pipeline(piped)
+                    replies = [command.result for command in piped]
+                else:
+                    pipe = self._client.pipeline(transaction=False)
+                    for args in commands:
+                        pipe.execute_command(*args)
+                    replies = await pipe.execute(raise_on_error=False)
+                broken = [reply for reply in replies if isinstance(reply, _CONNECTION_LOST)]
+                if broken:  # the connection broke mid-pipeline: the rest went unanswered
+                    raise broken[0]
+        except CoordinatorUnavailable as error:
+            return error
+        return replies
 
     async def _targets(self, what: str, keys: Sequence[str]) -> list[tuple[str, object]]:
         """(node name, target for `target_nodes` or None) of each key's primary; asks ROLE
@@ -167,19 +220,16 @@ class ReplicatedWrites:
                 self._replicas[name] = _replica_count(role)
         return found
 
-    def _confirmed_nodes(self, names: list[str], checks: list[object]) -> dict[str, bool]:
-        confirmed: dict[str, bool] = {}
-        for i, name in enumerate(names):
-            acks, role = checks[2 * i], checks[2 * i + 1]
-            if isinstance(role, Exception) or isinstance(acks, Exception):
-                confirmed[name] = False
-                continue
-            replicas = _replica_count(role)
-            is_primary = isinstance(role, list) and role[0] == "master"
-            if replicas >= 0:
-                self._replicas[name] = replicas
-            confirmed[name] = is_primary and (int(str(acks)) >= 1 or replicas == 0)
-        return confirmed
+    def _confirmed(self, name: str, checks: list[object]) -> bool:
+        """Whether a node's WAIT counted a replica, or its ROLE lists none to wait for."""
+        acks, role = checks
+        if isinstance(role, Exception) or isinstance(acks, Exception):
+            return False
+        replicas = _replica_count(role)
+        is_primary = isinstance(role, list) and role[0] == "master"
+        if replicas >= 0:
+            self._replicas[name] = replicas
+        return is_primary and (int(str(acks)) >= 1 or replicas == 0)
 
     async def _refresh_slots(self, what: str) -> None:
         """After MOVED: learn the new slot map now (redis-py does it itself only for
