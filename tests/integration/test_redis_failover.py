@@ -45,19 +45,27 @@ async def _until_answered(call, timeout_s: float = 20.0):
             await asyncio.sleep(0.1)
 
 
+async def _held_then_primary_killed(
+    leases: RedisLeases, keys: ClusterKeys, cluster: ReplicatedCluster
+) -> tuple[list[int], list[int]]:
+    """m1 takes every partition, then the primary of partition 0 dies: the tokens, and the
+    partitions that primary served."""
+    tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
+    assert all(token is not None for token in tokens)
+    victim = cluster.primary_of(keys.lease(0))
+    on_victim = [p for p in range(PARTITIONS) if cluster.primary_of(keys.lease(p)) == victim]
+    assert 0 < len(on_victim) < PARTITIONS
+    cluster.kill_primary(victim)
+    return [t for t in tokens if t is not None], on_victim
+
+
 def test_issue_19_confirmed_leases_survive_a_primary_killed(redis_replicated: ReplicatedCluster):
     async def main() -> None:
         keys = ClusterKeys("failover")
         client = await connect(redis_replicated.server.url, timeout_s=1.0)
         try:
             leases = RedisLeases(client, keys)
-            tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
-            assert all(token is not None for token in tokens)
-            victim = redis_replicated.primary_of(keys.lease(0))
-            on_victim = [
-                p for p in range(PARTITIONS) if redis_replicated.primary_of(keys.lease(p)) == victim
-            ]
-            redis_replicated.kill_primary(victim)
+            tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
             # Until the replica is promoted, the victim's slots fail as unavailable only.
 
             async def renew_confirmed() -> list[bool | None]:
@@ -98,13 +106,7 @@ def test_issue_19_a_dead_primary_costs_only_the_renewals_it_served(
         client = await connect(redis_replicated.server.url, timeout_s=1.0)
         try:
             leases = RedisLeases(client, keys)
-            tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
-            victim = redis_replicated.primary_of(keys.lease(0))
-            on_victim = [
-                p for p in range(PARTITIONS) if redis_replicated.primary_of(keys.lease(p)) == victim
-            ]
-            assert 0 < len(on_victim) < PARTITIONS
-            redis_replicated.kill_primary(victim)
+            tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
             # Three batches well inside the node timeout (1 s): the cluster has not yet
             # flagged the victim, so its live primaries serve their slots all along.
             for _ in range(3):
