@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from trawl.fetch.pool import ConnectionPool
 
 IDLE_S = 15.0
@@ -88,3 +91,67 @@ def test_drain_empties_the_pool() -> None:
     pool = pool_of(*((conn, 100.0) for conn in conns))
     assert sorted(map(id, pool.drain())) == sorted(map(id, conns))
     assert (pool.idle, pool.take("a"), pool.oldest()) == (0, None, None)
+
+
+class _Model:
+    """The pool's rules spelled out on one list of idle connections in `put` order."""
+
+    def __init__(self) -> None:
+        self.idle: list[Conn] = []
+
+    def take(self, key: str) -> Conn | None:
+        mine = [conn for conn in self.idle if conn.key == key]
+        return self._out(mine[-1]) if mine else None
+
+    def oldest(self) -> Conn | None:
+        return self._out(self.idle[0]) if self.idle else None
+
+    def expired(self, now: float) -> list[Conn]:
+        gone = [conn for conn in self.idle if conn.idle_since <= now - IDLE_S]
+        return [self._out(conn) for conn in gone]
+
+    def _out(self, conn: Conn) -> Conn:
+        self.idle.remove(conn)
+        return conn
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["put", "take", "discard", "oldest", "expired"]),
+            st.sampled_from("abc"),
+            st.sampled_from([0.0, 0.5, 5.0, 15.0]),  # exact ties with `idle_s` too
+        ),
+        max_size=60,
+    )
+)
+def test_the_pool_follows_its_rules_under_any_sequence_of_calls(
+    calls: list[tuple[str, str, float]],
+) -> None:
+    pool: ConnectionPool[Conn] = ConnectionPool(0, IDLE_S)
+    model = _Model()
+    now = 0.0
+    made: list[Conn] = []
+    for what, key, step in calls:
+        now += step  # the shell's clock is monotonic
+        if what == "put":
+            conn = Conn(key, str(len(made)))
+            made.append(conn)
+            pool.put(conn, now)
+            model.idle.append(conn)
+        elif what == "take":
+            assert pool.take(key) is model.take(key)
+        elif what == "discard" and made:
+            conn = made[len(made) * 7 // 10]  # idle, taken or discarded before
+            pool.discard(conn)
+            if conn in model.idle:
+                model.idle.remove(conn)
+        elif what == "oldest":
+            assert pool.oldest() is model.oldest()
+        elif what == "expired":
+            assert pool.expired(now) == model.expired(now)
+        assert pool.idle == len(model.idle)
+        first = model.idle[0].idle_since + IDLE_S if model.idle else None
+        assert pool.next_expiry() == first
+    assert pool.drain() == model.idle
