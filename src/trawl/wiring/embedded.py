@@ -15,6 +15,7 @@ from trawl.errors import ConfigError
 from trawl.fetch.dns import CachingResolver, HostMap
 from trawl.fetch.http1 import Http1Fetcher
 from trawl.fetch.http_common import build_user_agent
+from trawl.fetch.open_files import apply_open_files
 from trawl.fetch.ssrf import parse_networks
 from trawl.frontier.intake import Intake
 from trawl.frontier.link_scores import LinkScores
@@ -386,5 +387,6 @@ def _fetcher(settings: Settings) -> Http1Fetcher:
         max_body_bytes=f.max_body_bytes,
         max_decoded_bytes=f.max_decoded_bytes,
         stored_types=f.stored_types,
-        max_connections=f.max_connections,
+        # Within the open-files limit, raised for it where the hard limit allows.
+        max_connections=apply_open_files(f.max_connections),
     )
