@@ -1,6 +1,6 @@
 """A crawl of more sites than its open-files limit has descriptors for (fetch/open_files.py).
 
-With the default cap of 2,000 connections under a soft `ulimit -n` of 1,024 (many systems'
+With the then default cap of 2,000 connections under a soft `ulimit -n` of 1,024 (many systems'
 default), a crawl of more sites ran out of descriptors: connects failed with EMFILE and
 counted against the sites, WAL checkpoints failed, and a WARC fsync ended the crawl
 (seen on the quick bench web under `ulimit -n 256`: exit 2 after 601 errors). Here
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tests.e2e.support import crawl_command
 
+from trawl.config import FetchSettings
 from trawl.fetch.open_files import RESERVED_FDS
 from trawl.testweb.process import TestWebProcess
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+CAP = FetchSettings().max_connections
 ROBOTS_PATHS = {"/robots.txt", "/robots-rules.txt", "/sitemap.xml"}
 
 
@@ -54,12 +56,13 @@ def test_a_crawl_of_more_sites_than_open_files_completes_within_its_limit(
     assert [page for page, n in fetched.items() if n > 1] == []
     assert "errors 0" in result.stdout.splitlines(), result.stdout[-3000:]
     # 128 descriptors: half kept for the crawl's own files, the rest for sockets.
-    assert "open-files limit 128 (hard 128): at most 64 connections at once, not 2000" in output
+    said = f"open-files limit 128 (hard 128): at most 64 connections at once, not {CAP}"
+    assert said in output
 
 
 def test_the_soft_limit_is_raised_to_what_the_connections_need(tmp_path: Path) -> None:
-    hard = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
-    assert hard >= 2000 + RESERVED_FDS, "this machine's hard limit is too low for the test"
+    hard = min(8192, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    assert hard >= CAP + RESERVED_FDS, "this machine's hard limit is too low for the test"
     with TestWebProcess(sites=3, pages=2, seed=5, workdir=tmp_path / "web") as web:
         command = crawl_command(web, tmp_path / "data", max_time_s=30)
         # The crawl's limits, read by a child it starts: its page worker inherits them.
@@ -71,7 +74,7 @@ def test_the_soft_limit_is_raised_to_what_the_connections_need(tmp_path: Path) -
             preexec_fn=_open_files_limit(128, hard),
         )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"limits after the crawl: {2000 + RESERVED_FDS} {hard}" in result.stdout
+    assert f"limits after the crawl: {CAP + RESERVED_FDS} {hard}" in result.stdout
     assert "connections at once" not in result.stdout + result.stderr
 
 

@@ -2,7 +2,7 @@
 
 Why: every connection is a file descriptor, and so are the crawl's own files (SQLite's
 database, WAL and shared memory on several connections, WARC files and their indexes,
-the page workers' pipes, a browser's, the API's sockets). With the default cap of 2,000
+the page workers' pipes, a browser's, the API's sockets). With a cap of 2,000
 connections and a soft `ulimit -n` of 1,024 (many systems' default), a crawl of more
 sites than that ran out of descriptors: connects failed with EMFILE and counted against
 the sites, WAL checkpoints failed, and a WARC fsync ended the crawl.
