@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pytest
@@ -186,6 +187,15 @@ def test_checkpoint_round_trip_keeps_counts_and_pairs() -> None:
         (before[0] + 1, before[1])
     ]
     assert copy.to_bytes() != counter.to_bytes()
+
+
+def test_a_checkpoint_written_part_by_part_is_the_same_bytes() -> None:
+    counter = InLinkCounter(width=1 << 8, halve_every_links=500, **SMALL)
+    feed(counter, [(n % 10, [(n * 7 + k) % 61 for k in range(9)]) for n in range(80)])
+    out = io.BytesIO()
+    counter.write_to(out)
+    assert out.getvalue() == counter.to_bytes()
+    assert repr(InLinkCounter.from_bytes(out.getvalue())) == repr(counter)
 
 
 @given(st.data())

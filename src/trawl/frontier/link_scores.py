@@ -85,7 +85,8 @@ class LinkScores:
 
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_bytes(self.counter.to_bytes())
+        with tmp.open("wb") as out:
+            self.counter.write_to(out)
         os.replace(tmp, self.path)
 
     def count_page_links(
