@@ -198,6 +198,22 @@ def test_a_checkpoint_written_part_by_part_is_the_same_bytes() -> None:
     assert repr(InLinkCounter.from_bytes(out.getvalue())) == repr(counter)
 
 
+def test_a_checkpoint_saved_while_the_loop_counts_reads_back() -> None:
+    # The checkpoint thread saves while the crawl loop goes on counting: each part's CRC
+    # must be over the bytes written, not over the live rows a moment later.
+    counter = InLinkCounter(width=1 << 8, **SMALL)
+
+    class CountingMeanwhile(io.BytesIO):
+        def write(self, data: bytes) -> int:  # type: ignore[override]
+            written = super().write(data)
+            counter.add_page_links("z.test", [h(5)], ["t5.test"])
+            return written
+
+    out = CountingMeanwhile()
+    counter.write_to(out)
+    InLinkCounter.from_bytes(out.getvalue())  # raises on a CRC mismatch
+
+
 @given(st.data())
 @settings(max_examples=50, deadline=None)
 def test_any_damage_to_a_checkpoint_is_rejected(data: st.DataObject) -> None:

@@ -319,14 +319,18 @@ class InLinkCounter:
     def write_to(self, out: BinaryIO) -> None:
         """`to_bytes` written to `out` a part at a time, with no copy of the whole: the
         checkpoint thread joined the ~28 MB and copied it twice more while holding the GIL,
-        and the crawl loop stalled behind it at every checkpoint (`bench.loop_stalls`)."""
+        and the crawl loop stalled behind it at every checkpoint (`bench.loop_stalls`).
+
+        Each part is a copy (a row, ~7 MB), written and summed as it is: the crawl loop
+        goes on counting while a checkpoint thread saves, so the live rows may change
+        between the write and the CRC."""
         crc = 0
         for part in self._parts():
             out.write(part)
             crc = zlib.crc32(part, crc)
         out.write(_CRC.pack(crc))
 
-    def _parts(self) -> Iterator[bytes | memoryview]:
+    def _parts(self) -> Iterator[bytes]:
         yield _MAGIC
         yield _HEADER.pack(
             self.width,
@@ -342,8 +346,8 @@ class InLinkCounter:
             if sys.byteorder == "big":  # checkpoints are little-endian everywhere
                 row = array("H", row)
                 row.byteswap()
-            yield memoryview(row).cast("B")
-        yield memoryview(self._pairs.save_bytes())
+            yield row.tobytes()
+        yield bytes(self._pairs.save_bytes())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> InLinkCounter:
