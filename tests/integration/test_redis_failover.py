@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 from redis.asyncio.connection import Connection
+from tests.servers.redis import run_with_client
 
 from trawl.cluster.redis_coord import (
     ClusterKeys,
     CoordinatorUnavailable,
-    connect,
+    RedisClient,
     unavailable_as_trawl_error,
 )
 from trawl.cluster.redis_ip_gate import RedisIpGate
@@ -60,39 +61,34 @@ async def _held_then_primary_killed(
 
 
 def test_issue_19_confirmed_leases_survive_a_primary_killed(redis_replicated: ReplicatedCluster):
-    async def main() -> None:
-        keys = ClusterKeys("failover")
-        client = await connect(redis_replicated.server.url, timeout_s=1.0)
-        try:
-            leases = RedisLeases(client, keys)
-            tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
-            # Until the replica is promoted, the victim's slots fail as unavailable only.
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        leases = RedisLeases(client, keys)
+        tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
+        # Until the replica is promoted, the victim's slots fail as unavailable only.
 
-            async def renew_confirmed() -> list[bool | None]:
-                renewals = await leases.renew_many([(p, tokens[p]) for p in on_victim], 60.0)
-                if None in renewals:  # answered (CLUSTERDOWN) but not confirmed
-                    raise CoordinatorUnavailable("not confirmed")
-                return renewals
+        async def renew_confirmed() -> list[bool | None]:
+            renewals = await leases.renew_many([(p, tokens[p]) for p in on_victim], 60.0)
+            if None in renewals:  # answered (CLUSTERDOWN) but not confirmed
+                raise CoordinatorUnavailable("not confirmed")
+            return renewals
 
-            renewals, failures = await _until_answered(renew_confirmed)
-            assert renewals == [True] * len(on_victim), "a confirmed lease was lost"
-            assert failures >= 1, "the renewals never saw the failover"
-            redis_replicated.wait_promoted()
-            # Nobody else can take them, and the owner still holds every one.
-            others = await leases.acquire_many(range(PARTITIONS), "m2", ttl_s=60.0)
-            assert others == [None] * PARTITIONS
-            holders = await leases.holders(range(PARTITIONS))
-            assert [(h.member, h.token) for h in holders if h] == [("m1", t) for t in tokens]
-            # Tokens keep increasing across the failover.
-            assert await leases.release_many([(p, tokens[p]) for p in on_victim])
-            again = await leases.acquire_many(on_victim, "m2", ttl_s=60.0)
-            assert all(
-                new is not None and new > tokens[p] for p, new in zip(on_victim, again, strict=True)
-            )
-        finally:
-            await client.aclose()
+        renewals, failures = await _until_answered(renew_confirmed)
+        assert renewals == [True] * len(on_victim), "a confirmed lease was lost"
+        assert failures >= 1, "the renewals never saw the failover"
+        redis_replicated.wait_promoted()
+        # Nobody else can take them, and the owner still holds every one.
+        others = await leases.acquire_many(range(PARTITIONS), "m2", ttl_s=60.0)
+        assert others == [None] * PARTITIONS
+        holders = await leases.holders(range(PARTITIONS))
+        assert [(h.member, h.token) for h in holders if h] == [("m1", t) for t in tokens]
+        # Tokens keep increasing across the failover.
+        assert await leases.release_many([(p, tokens[p]) for p in on_victim])
+        again = await leases.acquire_many(on_victim, "m2", ttl_s=60.0)
+        assert all(
+            new is not None and new > tokens[p] for p, new in zip(on_victim, again, strict=True)
+        )
 
-    asyncio.run(main())
+    run_with_client(redis_replicated.server, body, timeout_s=1.0)
 
 
 def test_issue_19_a_dead_primary_costs_only_the_renewals_it_served(
@@ -101,46 +97,36 @@ def test_issue_19_a_dead_primary_costs_only_the_renewals_it_served(
     # Renewals go out as one pipeline per primary: before, one pipeline spanned all three,
     # and a dead primary left every renewal unanswered, so partitions on the live primaries
     # lapsed during a long enough failover (seen in tests/e2e/test_cluster_redis_failover.py).
-    async def main() -> None:
-        keys = ClusterKeys("per-primary")
-        client = await connect(redis_replicated.server.url, timeout_s=1.0)
-        try:
-            leases = RedisLeases(client, keys)
-            tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
-            # Three batches well inside the node timeout (1 s): the cluster has not yet
-            # flagged the victim, so its live primaries serve their slots all along.
-            for _ in range(3):
-                renewals = await leases.renew_many(list(enumerate(tokens)), ttl_s=60.0)
-                assert [p for p, ok in enumerate(renewals) if ok is None] == on_victim
-                assert all(ok is True for p, ok in enumerate(renewals) if p not in on_victim)
-                await asyncio.sleep(0.1)
-        finally:
-            await client.aclose()
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        leases = RedisLeases(client, keys)
+        tokens, on_victim = await _held_then_primary_killed(leases, keys, redis_replicated)
+        # Three batches well inside the node timeout (1 s): the cluster has not yet
+        # flagged the victim, so its live primaries serve their slots all along.
+        for _ in range(3):
+            renewals = await leases.renew_many(list(enumerate(tokens)), ttl_s=60.0)
+            assert [p for p, ok in enumerate(renewals) if ok is None] == on_victim
+            assert all(ok is True for p, ok in enumerate(renewals) if p not in on_victim)
+            await asyncio.sleep(0.1)
 
-    asyncio.run(main())
+    run_with_client(redis_replicated.server, body, timeout_s=1.0)
 
 
 def test_issue_19_every_adapter_recovers_without_a_new_client(
     redis_replicated: ReplicatedCluster,
 ):
-    async def main() -> None:
-        keys = ClusterKeys("recover")
-        client = await connect(redis_replicated.server.url, timeout_s=1.0)
-        try:
-            members = RedisMembers(client, keys)
-            links = RedisLinks(client, keys)
-            await members.heartbeat("m1", {}, ttl_s=30.0)
-            redis_replicated.kill_primary(redis_replicated.primary_of(keys.members()))
-            _, failures = await _until_answered(lambda: members.heartbeat("m1", {}, ttl_s=30.0))
-            assert failures >= 1
-            assert await members.live_members() == ["m1"]
-            await _until_answered(lambda: links.streams(list(range(8))))
-            gate = RedisIpGate(client, keys, "m1", max_in_flight=1, min_gap_s=0.0, hold_ttl_s=5.0)
-            assert await _until_answered(lambda: gate.try_acquire("127.0.0.9")) == (None, 0)
-        finally:
-            await client.aclose()
+    async def body(client: RedisClient, keys: ClusterKeys) -> None:
+        members = RedisMembers(client, keys)
+        links = RedisLinks(client, keys)
+        await members.heartbeat("m1", {}, ttl_s=30.0)
+        redis_replicated.kill_primary(redis_replicated.primary_of(keys.members()))
+        _, failures = await _until_answered(lambda: members.heartbeat("m1", {}, ttl_s=30.0))
+        assert failures >= 1
+        assert await members.live_members() == ["m1"]
+        await _until_answered(lambda: links.streams(list(range(8))))
+        gate = RedisIpGate(client, keys, "m1", max_in_flight=1, min_gap_s=0.0, hold_ttl_s=5.0)
+        assert await _until_answered(lambda: gate.try_acquire("127.0.0.9")) == (None, 0)
 
-    asyncio.run(main())
+    run_with_client(redis_replicated.server, body, timeout_s=1.0)
 
 
 def test_issue_19_redis_pys_own_failures_are_unavailable_ours_are_not():

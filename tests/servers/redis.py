@@ -292,13 +292,15 @@ def redis_server_fixture(request: pytest.FixtureRequest) -> RedisServer:
 
 
 def run_with_client(
-    server: RedisServer, body: Callable[[RedisClient, ClusterKeys], Awaitable[None]]
+    server: RedisServer,
+    body: Callable[[RedisClient, ClusterKeys], Awaitable[None]],
+    timeout_s: float = 2.0,
 ) -> None:
-    """Run `body` with a client of `server` and key names of a fresh cluster name, so tests
-    share the servers without seeing each other's keys."""
+    """Run `body` with a client of `server` (`timeout_s` per reply) and key names of a fresh
+    cluster name, so tests share the servers without seeing each other's keys."""
 
     async def main() -> None:
-        client = await connect(server.url, timeout_s=2.0)
+        client = await connect(server.url, timeout_s=timeout_s)
         try:
             await body(client, ClusterKeys(f"t{uuid.uuid4().hex[:10]}"))
         finally:
