@@ -93,6 +93,7 @@ class FetchSettings:
 class FrontierSettings:
     lease_s: float = 300.0
     fast_share: float = 0.8  # share of hand-outs that prefer the fast line when both wait
+    max_links_per_page: int = 5_000  # the first distinct hrefs of a page followed (parse.links)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +293,7 @@ class Settings:
             raise ConfigError("seen.false_positive_rate must be between 0 and 1")
         if not 0 <= self.frontier.fast_share <= 1:
             raise ConfigError("frontier.fast_share must be between 0 and 1")
+        _require_positive("frontier.max_links_per_page", self.frontier.max_links_per_page)
         r = self.recrawl
         if not 0 < r.min_interval <= r.max_interval:
             raise ConfigError(

@@ -133,6 +133,7 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     canonical: str = ""  # the first <link rel="canonical"> href, as written
+    links_dropped: int = 0  # distinct hrefs past the first `max_links` (parse.links)
 
 
 @dataclass(slots=True)

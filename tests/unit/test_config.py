@@ -44,6 +44,7 @@ def test_toml_file_is_read(tmp_path: Path) -> None:
         ('[crawl]\nmax_pages = "many"\n', "expected an integer"),
         ("[politeness]\nmin_delay_s = 0.2\n", "must be >= 1.0"),
         ("[network]\nallow_private = 1\n", "expected true or false"),
+        ("[frontier]\nmax_links_per_page = 0\n", "max_links_per_page = 0: must be > 0"),
     ],
 )
 def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:

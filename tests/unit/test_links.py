@@ -166,3 +166,23 @@ def test_tag_soup_never_raises(pieces: list[str], encoding: str) -> None:
     page = extract_links(html, PAGE)
     assert page.base_url.startswith("http")
     assert len(set(page.hrefs)) == len(page.hrefs)
+
+
+def test_max_links_keeps_the_first_distinct_hrefs_and_counts_the_rest() -> None:
+    body = "".join(f'<a href="/{i % 7}">x</a>' for i in range(20))  # 7 distinct, repeated
+    body += '<meta name="robots" content="nofollow">'  # after the cap's last link: still read
+    page = extract_links(_page(body), PAGE, max_links=3)
+    assert page.hrefs == ("/0", "/1", "/2")
+    assert page.links_dropped == 4
+    assert page.nofollow
+    assert extract_links(_page(body), PAGE, max_links=7).links_dropped == 0
+    assert extract_links(_page(body), PAGE).hrefs == tuple(f"/{i}" for i in range(7))
+
+
+@given(st.lists(st.integers(0, 30), max_size=60), st.integers(1, 40))
+def test_max_links_is_a_prefix_of_the_uncapped_links(targets: list[int], cap: int) -> None:
+    html = _page("".join(f'<a href="/p{t}">x</a>' for t in targets))
+    whole = extract_links(html, PAGE).hrefs
+    capped = extract_links(html, PAGE, max_links=cap)
+    assert capped.hrefs == whole[:cap]
+    assert capped.links_dropped == len(whole) - len(capped.hrefs)

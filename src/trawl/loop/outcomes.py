@@ -2,7 +2,10 @@
 
 Each leased URL ends here in exactly one outcome. Every fetch gets a page record (200, 404,
 redirect, error); a stored body also gets a WARC record and a page.fetched event, written in
-the same transaction as the record and the links it adds to the frontier. Redirects and
+the same transaction as the record and the links it adds to the frontier. (A page of more
+than `loop.slices.LINK_SLICE` links queues them in slices with turns of the loop between,
+and a commit may fall between two: a crash then refetches the page, whose record is written
+last, and finds the links already queued.) Redirects and
 final 4xx/5xx answers are archived too (response and request records) so a replay is
 faithful, but they are not content: no storageKey, no event.
 """
@@ -21,6 +24,7 @@ from trawl.frontier.scoring import importance
 from trawl.frontier.traps import TrapReason
 from trawl.loop.cpu_batches import failed_work
 from trawl.loop.renders import carried_render
+from trawl.loop.slices import in_slices
 from trawl.model import CrawlUrl, FetchResult, Line, PageRecord, UrlKind
 from trawl.parse.page_work import PageInput, PageOutput
 from trawl.recrawl.visits import add_visit, plan_refetch
@@ -33,11 +37,14 @@ log = logging.getLogger(__name__)
 TOO_MANY_REDIRECTS = "too_many_redirects"
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trawl.loop.content import StoredContent
     from trawl.loop.context import CrawlContext
     from trawl.loop.renders import Renders
     from trawl.loop.sitemaps import Sitemaps
     from trawl.model import Lease
+    from trawl.parse.page_work import FoundLink
     from trawl.politeness.site_state import SiteState
 
 
@@ -85,7 +92,7 @@ class PageOutcomes:
                     ctx.stats.count(ctx.stats.render_candidates, out.render_reason.value)
                 if self.renders is not None:
                     self.renders.consider(item, record, out)
-                self._queue_links(item, out, record)
+                await self._queue_links(item, out, record)
         elif 300 <= result.status < 400:
             self._archive_answer(item, result, record)
             self._follow_redirect(item, result, record)
@@ -110,8 +117,10 @@ class PageOutcomes:
         self.ctx.stats.count(self.ctx.stats.skipped, "page_work_failed")
         log.warning("%s: page work failed, not stored: %s", item.url, record.error)
 
-    def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
+    async def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
         ctx = self.ctx
+        if out.links_dropped:
+            ctx.stats.count(ctx.stats.skipped, "page_links_cap", out.links_dropped)
         state = ctx.sites.state(item.site)
         similar = False
         if out.trap_fingerprint:
@@ -131,10 +140,17 @@ class PageOutcomes:
             # A copy on another host of the site (www. and bare, a mirror) is an alias, not
             # a trap: it says nothing about the site's shape, so it gets no verdict.
             return
-        url_rule_hits = ctx.traps.url_rule_hits()
-        ctx.intake.add_page_links(item, out.links)
+        url_rule_hits = 0  # this page's own: other pages' count too between two slices
+
+        def take(links: Sequence[FoundLink]) -> None:
+            nonlocal url_rule_hits
+            before = ctx.traps.url_rule_hits()
+            ctx.intake.add_page_links(item, links)
+            url_rule_hits += ctx.traps.url_rule_hits() - before
+
+        await in_slices(out.links, take)
         verdict = PageVerdict.SIMILAR if similar else PageVerdict.DISTINCT
-        if verdict is PageVerdict.DISTINCT and ctx.traps.url_rule_hits() > url_rule_hits:
+        if verdict is PageVerdict.DISTINCT and url_rule_hits > 0:
             verdict = PageVerdict.URL_PATTERNS
         self._judge_page(item, state, verdict)
 
@@ -273,6 +289,7 @@ class PageOutcomes:
             warc_level=self.ctx.policy.store.warc_compress_level,
             known_content_hash=known_content_hash,
             request_head=result.request_head,
+            max_links=self.ctx.policy.max_links_per_page,
         )
 
     def _archive_answer(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:

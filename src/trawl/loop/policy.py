@@ -60,6 +60,7 @@ class LoopPolicy:
     due_batch: int  # due pages moved to the frontier per commit
     max_attempts: int  # fetches of one URL before a transient failure is its outcome
     max_redirects: int
+    max_links_per_page: int  # hrefs of one page followed (parse.links)
     fetch_timeout_s: float  # the longest one request may take
     limits: RunLimits
     clock: ClockPolicy

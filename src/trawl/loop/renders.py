@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from trawl.errors import DataError
 from trawl.loop.cpu_batches import failed_work
 from trawl.loop.lag import HIGH_LAG_S
+from trawl.loop.slices import in_slices
 from trawl.model import CrawlUrl, Line
 from trawl.parse.page_work import process_rendered
 from trawl.render.cpu_budget import CpuBudget
@@ -243,8 +244,9 @@ class Renders:
         html = result.html.encode("utf-8", errors="replace")
         try:
             out: RenderedOutput = await ctx.cpu_pool.run(
-                process_rendered, item.url, html, stored.payload, ctx.agent_token
-            )
+                process_rendered, item.url, html, stored.payload, ctx.agent_token,
+                ctx.policy.max_links_per_page,
+            )  # fmt: skip
         except Exception as exc:  # a DOM no parser copes with: as loop.outcomes does a page
             message = failed_work(exc)
             log.warning("render of %s not stored: %s", item.url, message)
@@ -264,19 +266,22 @@ class Renders:
                 item.site, text_gained_chars=text_gained, links_gained=out.links_gained
             )
             ctx.sites.mark_changed(item.site)  # the book's state of it is in its host record
-        if out.links and not ctx.run.stopping:
-            source = CrawlUrl(
-                item.url, item.url_hash, item.site, item.depth, Line.FAST, item.fetched_at,
-                score=item.score, standing=item.standing,
-            )  # fmt: skip
-            ctx.stats.links_found += len(out.links)
-            ctx.intake.add_page_links(source, out.links)
         fields.update(linksGained=out.links_gained, textGained=text_gained)
         fields.update(storageKey=copy.storage_key, duplicateOf=copy.duplicate_of)
         if out.noindex:
             fields["noindex"] = True
         record.render = fields
         ctx.records.put_page(record, copy.event)
+        if out.links_dropped:
+            ctx.stats.count(ctx.stats.skipped, "page_links_cap", out.links_dropped)
+        if out.links and not ctx.run.stopping:
+            source = CrawlUrl(
+                item.url, item.url_hash, item.site, item.depth, Line.FAST, item.fetched_at,
+                score=item.score, standing=item.standing,
+            )  # fmt: skip
+            ctx.stats.links_found += len(out.links)
+            # After the record's write: the slices may await (loop.slices).
+            await in_slices(out.links, lambda links: ctx.intake.add_page_links(source, links))
         return result.state.value
 
     def _note_record(self, item: RenderItem, fields: dict[str, object]) -> None:

@@ -23,13 +23,17 @@ from typing import TYPE_CHECKING
 
 from trawl.errors import InvalidUrl
 from trawl.loop.cpu_batches import failed_work
+from trawl.loop.slices import in_slices
 from trawl.parse.page_work import SitemapOutput, process_sitemap
 from trawl.urls.normalise import normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trawl.loop.context import CrawlContext
     from trawl.model import CrawlUrl, FetchResult, PageRecord
+    from trawl.parse.page_work import SitemapLink
     from trawl.politeness.robots import RobotsRules
     from trawl.politeness.site_state import SiteState
 
@@ -97,34 +101,39 @@ class Sitemaps:
                 else:
                     ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
             return
-        self._read_urls(item, state, out)
+        await self._read_urls(item, state, out)
 
-    def _read_urls(self, item: CrawlUrl, state: SiteState, out: SitemapOutput) -> None:
+    async def _read_urls(self, item: CrawlUrl, state: SiteState, out: SitemapOutput) -> None:
         ctx = self.ctx
-        now = ctx.clock.now()
-        _, taken = state.sitemap_budget(now)
-        room = max(0, ctx.policy.sitemaps.max_urls_per_site - taken)
         known: dict[str, float] = {}  # lastmod of known pages, by urlHash
-        used = 0
-        for link in out.links:
-            if link.site != item.site:
-                ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
-                continue
-            if used >= room:
-                ctx.stats.count(ctx.stats.skipped, "sitemap_cap")
-                continue
-            used += 1
-            if ctx.intake.add_sitemap_entry(link.url, link.url_hash, link.site):
-                ctx.stats.sitemap_new += 1
-            elif link.lastmod_at is not None:
-                known[link.url_hash] = link.lastmod_at
-        state.sitemap_urls += used
-        ctx.stats.sitemap_urls += used
+
+        def take(links: Sequence[SitemapLink]) -> None:
+            # The day's budget is read again for each slice: another sitemap of the site may
+            # have taken some of it between two.
+            _, taken = state.sitemap_budget(ctx.clock.now())
+            room = max(0, ctx.policy.sitemaps.max_urls_per_site - taken)
+            used = 0
+            for link in links:
+                if link.site != item.site:
+                    ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+                    continue
+                if used >= room:
+                    ctx.stats.count(ctx.stats.skipped, "sitemap_cap")
+                    continue
+                used += 1
+                if ctx.intake.add_sitemap_entry(link.url, link.url_hash, link.site):
+                    ctx.stats.sitemap_new += 1
+                elif link.lastmod_at is not None:
+                    known[link.url_hash] = link.lastmod_at
+            state.sitemap_urls += used
+            ctx.stats.sitemap_urls += used
+
+        await in_slices(out.links, take)
         ctx.sites.mark_changed(item.site)
         if known:
             fetched = ctx.records.last_fetched(list(known))
             newer = [h for h, at in fetched.items() if known[h] > at]
-            ctx.stats.sitemap_due += ctx.records.make_due(newer, now)
+            ctx.stats.sitemap_due += ctx.records.make_due(newer, ctx.clock.now())
 
     def _queue_file(self, state: SiteState, url: str, *, depth: int) -> int:
         ctx = self.ctx

@@ -12,6 +12,12 @@ next, prev or alternate. They are returned as written (stripped), without duplic
 document order; hrefs that are empty or only a fragment ("#top") are left out, since they
 name the page itself. Nothing here normalises or judges a link: the caller resolves each
 against `base_url`, which is the first `<base href>` resolved against the page URL.
+
+With `max_links`, only the first that many distinct hrefs are returned and the rest are
+counted (`links_dropped`): one 10 MB index page holds ~250,000 links, and queueing them all
+held the crawl loop for 3.7 s (issue 17) and filled the queue from one page. Other crawlers
+cap too (Nutch's `db.max.outlinks.per.page` is 100, crawler4j's `maxOutLinks` 5,000); the
+crawl's cap is `frontier.max_links_per_page`.
 """
 
 from __future__ import annotations
@@ -77,7 +83,9 @@ def parse_decoded(decoded: str | bytes) -> LexborHTMLParser:
     return LexborHTMLParser(decoded)
 
 
-def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> ParsedPage:
+def extract_links(
+    html: bytes, page_url: str, *, agent_token: str = "trawl", max_links: int | None = None
+) -> ParsedPage:
     """Links, base URL and meta robots flags of an HTML page.
 
     Never raises on bad input (broken markup, wrong charset, binary junk): it returns what
@@ -86,10 +94,12 @@ def extract_links(html: bytes, page_url: str, *, agent_token: str = "trawl") -> 
     """
     if not html:
         return ParsedPage(hrefs=(), base_url=page_url)
-    return links_of_tree(parse_html(html), page_url, agent_token=agent_token)
+    return links_of_tree(parse_html(html), page_url, agent_token=agent_token, max_links=max_links)
 
 
-def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) -> ParsedPage:
+def links_of_tree(
+    tree: LexborHTMLParser, page_url: str, *, agent_token: str, max_links: int | None = None
+) -> ParsedPage:
     """`extract_links` on a tree from `parse_html` (which it does not change)."""
     hrefs: dict[str, None] = {}  # an ordered set: nav links repeat on every page
     robots: list[str] = []
@@ -122,10 +132,17 @@ def links_of_tree(tree: LexborHTMLParser, page_url: str, *, agent_token: str) ->
             if value and not value.startswith("#"):
                 hrefs[value] = None
     directives = parse_meta_robots(robots)
+    kept = tuple(hrefs)
+    dropped = 0
+    if max_links is not None and len(kept) > max_links:
+        # Cut after the walk, not during it: a meta robots, base or canonical tag may come
+        # after the cap's last link, and the cut costs nothing on the pages under it.
+        kept, dropped = kept[:max_links], len(kept) - max_links
     return ParsedPage(
-        hrefs=tuple(hrefs),
+        hrefs=kept,
         base_url=_base_url(base_href, page_url),
         noindex=directives.noindex,
         nofollow=directives.nofollow,
         canonical=canonical,
+        links_dropped=dropped,
     )

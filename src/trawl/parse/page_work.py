@@ -57,6 +57,7 @@ class PageInput(NamedTuple):
     # WARC-encoded again, since it will be written as a revisit record.
     known_content_hash: str = ""
     request_head: bytes = b""  # the request as sent, for the WARC request record
+    max_links: int = 0  # hrefs kept from the page (parse.links); 0: all
 
 
 class FoundLink(NamedTuple):
@@ -93,6 +94,7 @@ class PageOutput(NamedTuple):
     # Why the page looks built by JavaScript (parse.render_need), None for a page that
     # shows its content without scripts: nearly every page.
     render_reason: RenderReason | None = None
+    links_dropped: int = 0  # distinct hrefs past PageInput.max_links, not followed
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # The links cross as plain tuples: a FoundLink pickles with a Python call each way
@@ -114,7 +116,9 @@ def content_hash(body: bytes) -> str:
 def process_page(page: PageInput) -> PageOutput:
     decoded = decode_html(page.body)  # once, for the links and the main text
     tree = parse_decoded(decoded)
-    parsed = links_of_tree(tree, page.url, agent_token=page.agent_token)
+    parsed = links_of_tree(
+        tree, page.url, agent_token=page.agent_token, max_links=page.max_links or None
+    )
     header = parse_x_robots_tag(page.x_robots_tag, page.agent_token)
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
@@ -141,6 +145,7 @@ def process_page(page: PageInput) -> PageOutput:
         simhash if tokens >= MIN_PROSE_TOKENS else shape_of_tree(tree),
         request,
         needs_render,
+        0 if nofollow else parsed.links_dropped,
     )
 
 
@@ -228,21 +233,25 @@ class RenderedOutput(NamedTuple):
     text_tokens: int
     text_chars: int  # visible text of the rendered DOM (parse.render_need's count)
     plain_text_chars: int  # and of the plain page
+    links_dropped: int = 0  # distinct hrefs of the DOM past `max_links`, not followed
 
 
 _MAX_COUNTED_CHARS = 1 << 20
 
 
-def process_rendered(url: str, rendered: bytes, plain: bytes, agent_token: str) -> RenderedOutput:
+def process_rendered(
+    url: str, rendered: bytes, plain: bytes, agent_token: str, max_links: int = 0
+) -> RenderedOutput:
     """Links, main text and text gained of a rendered DOM (UTF-8), given the plain page's
     bytes: what rendering added is what the render policy learns from. The DOM's own meta
     robots count (a script may add noindex or nofollow): nofollow leaves its links out,
-    noindex its copy unstored."""
+    noindex its copy unstored. `max_links` caps each page's hrefs as `process_page` does."""
+    cap = max_links or None
     tree = parse_html(rendered)
-    parsed = links_of_tree(tree, url, agent_token=agent_token)
+    parsed = links_of_tree(tree, url, agent_token=agent_token, max_links=cap)
     links, bad = ((), 0) if parsed.nofollow else normalise_links(parsed.hrefs, parsed.base_url)
     plain_tree = parse_html(plain)
-    plain_parsed = links_of_tree(plain_tree, url, agent_token=agent_token)
+    plain_parsed = links_of_tree(plain_tree, url, agent_token=agent_token, max_links=cap)
     plain_links, _ = normalise_links(plain_parsed.hrefs, plain_parsed.base_url)
     known = {link.url_hash for link in plain_links}
     simhash, tokens, _ = main_text(rendered)
@@ -256,6 +265,7 @@ def process_rendered(url: str, rendered: bytes, plain: bytes, agent_token: str) 
         tokens,
         _text_chars(tree),
         _text_chars(plain_tree),
+        0 if parsed.nofollow else parsed.links_dropped,
     )
 
 

@@ -337,6 +337,7 @@ def loop_policy(settings: Settings) -> LoopPolicy:
         due_batch=r.due_batch,
         max_attempts=f.max_attempts,
         max_redirects=f.max_redirects,
+        max_links_per_page=settings.frontier.max_links_per_page,
         fetch_timeout_s=f.total_timeout_s,
         limits=RunLimits(max_pages=c.max_pages, max_time_s=c.max_time_s, continuous=c.continuous),
         clock=ClockPolicy(
