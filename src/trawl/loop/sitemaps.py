@@ -95,23 +95,27 @@ class Sitemaps:
             ctx.stats.count(ctx.stats.skipped, "sitemap_entry", out.skipped)
         state = ctx.sites.state(item.site)
         if out.is_index:
-            for link in out.links:
-                if link.site == item.site:
-                    self._queue_file(state, link.url, depth=item.depth + 1)
-                else:
-                    ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+
+            def take_files(links: Sequence[SitemapLink]) -> None:
+                for link in links:
+                    if link.site == item.site:
+                        self._queue_file(state, link.url, depth=item.depth + 1)
+                    else:
+                        ctx.stats.count(ctx.stats.skipped, "sitemap_other_site")
+
+            await in_slices(out.links, take_files)
             return
         await self._read_urls(item, state, out)
 
     async def _read_urls(self, item: CrawlUrl, state: SiteState, out: SitemapOutput) -> None:
         ctx = self.ctx
-        known: dict[str, float] = {}  # lastmod of known pages, by urlHash
 
         def take(links: Sequence[SitemapLink]) -> None:
             # The day's budget is read again for each slice: another sitemap of the site may
             # have taken some of it between two.
             _, taken = state.sitemap_budget(ctx.clock.now())
             room = max(0, ctx.policy.sitemaps.max_urls_per_site - taken)
+            known: dict[str, float] = {}  # lastmod of known pages, by urlHash
             used = 0
             for link in links:
                 if link.site != item.site:
@@ -127,13 +131,13 @@ class Sitemaps:
                     known[link.url_hash] = link.lastmod_at
             state.sitemap_urls += used
             ctx.stats.sitemap_urls += used
+            if known:  # a slice's worth of record reads, not a whole sitemap's
+                fetched = ctx.records.last_fetched(list(known))
+                newer = [h for h, at in fetched.items() if known[h] > at]
+                ctx.stats.sitemap_due += ctx.records.make_due(newer, ctx.clock.now())
 
         await in_slices(out.links, take)
         ctx.sites.mark_changed(item.site)
-        if known:
-            fetched = ctx.records.last_fetched(list(known))
-            newer = [h for h, at in fetched.items() if known[h] > at]
-            ctx.stats.sitemap_due += ctx.records.make_due(newer, ctx.clock.now())
 
     def _queue_file(self, state: SiteState, url: str, *, depth: int) -> int:
         ctx = self.ctx
