@@ -68,10 +68,15 @@ class Crawler:
                 tasks.create_task(self.renders.run())
             if self._watch_lag:
                 tasks.create_task(lag.watch(self.ctx.stats.loop_lag, run.stopped))
+            if run.time_left() is not None:
+                tasks.create_task(self._end_at_time_limit())
             while not run.should_stop():
                 await self._admission.wait(run.should_stop)
                 await self.ctx.page_workers.wait_below(PAGE_BACKLOG)
                 await self._turns.acquire()
+                if run.should_stop():  # it came while this waited for a turn slot
+                    self._turns.release()
+                    break
                 self.ctx.inbox.drain()
                 turn = run.take_site()
                 if turn is None:
@@ -82,6 +87,15 @@ class Crawler:
                     continue
                 tasks.create_task(self._site_turn(*turn))
             run.request_stop()
+
+    async def _end_at_time_limit(self) -> None:
+        """At the time limit the crawl stops and sends no new request: turns still waiting
+        for their IP's gap give up, their URLs back in line. `--max-time 20` had run 172 s
+        when 5,000 new sites on one address each waited there for a robots.txt turn."""
+        run = self.ctx.run
+        if not await run.wait_stopped_for(run.time_left() or 0.0):
+            run.interrupt()
+            self._wakeup.set()
 
     async def _site_turn(self, site: str, line: Line) -> None:
         """1-2: choose the site's next request and make it; 3-7 run after release."""

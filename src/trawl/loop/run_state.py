@@ -59,7 +59,9 @@ class RunState:
         # one-shot crawl is not finished while any waits.
         self.renders_waiting = 0
         self.stopping = False
-        self.interrupted = False  # a signal's stop: requests not yet sent are not sent
+        # A stop that sends no new request (a signal's, or the time limit's): requests not
+        # yet sent are not sent.
+        self.interrupted = False
         self.blocked: set[str] = set()
         self.working: Counter[str] = Counter()
         self._stop_event = asyncio.Event()
@@ -147,13 +149,20 @@ class RunState:
         return not self.stopping and (max_pages <= 0 or self.pages_started < max_pages)
 
     def should_stop(self) -> bool:
-        if self.stopping:
-            return True
-        max_time = self.limits.max_time_s
-        if max_time > 0 and self._clock.now() - self.started_at >= max_time:
+        if self.stopping or self.time_is_up():
             return True
         max_pages = self.limits.max_pages
         return max_pages > 0 and self.pages_started >= max_pages
+
+    def time_left(self) -> float | None:
+        """Seconds until the time limit (0 once passed); None without one."""
+        max_time = self.limits.max_time_s
+        if max_time <= 0:
+            return None
+        return max(0.0, self.started_at + max_time - self._clock.now())
+
+    def time_is_up(self) -> bool:
+        return self.time_left() == 0.0
 
     def is_finished(self) -> bool:
         """No turn running, no render waiting and nothing queued but URLs of blocked sites.
@@ -173,11 +182,11 @@ class RunState:
         self._stop_event.set()
 
     def interrupt(self) -> None:
-        """A stop asked for by a signal (SIGINT/SIGTERM): as `request_stop`, and turns
-        still waiting to send their request (an IP's gap, the cluster's IP slot) give it up,
-        their URL back in line, so the stop, and a node's hand-over, wait only for requests
-        on the wire and pages being worked out. A limit's stop lets them finish: a crawl
-        asked for N pages gets N."""
+        """A stop asked for by a signal (SIGINT/SIGTERM), or the time limit's: as
+        `request_stop`, and turns still waiting to send their request (an IP's gap, the
+        cluster's IP slot) give it up, their URL back in line, so the stop, and a node's
+        hand-over, wait only for requests on the wire and pages being worked out. The page
+        limit's stop lets them finish: a crawl asked for N pages gets N."""
         self.interrupted = True
         self._interrupt_event.set()
         self.request_stop()
