@@ -90,6 +90,23 @@ def _rerouted_as_unavailable(what: str) -> Iterator[None]:
         raise CoordinatorUnavailable(f"redis: {what}: {type(error).__name__}: {error}") from error
 
 
+async def _relearn_slot_map(client: RedisCluster) -> None:
+    """`client.initialize()` without its second step once that has run: the step asks
+    COMMAND of the map's first primary, which may be the primary that just died, and its
+    failure throws away the map just learned (redis-py 6.4). Every batch then failed until
+    the failover ended, the renewals of partitions on live primaries with it (a third of
+    the runs of tests/integration/test_redis_failover.py's dead-primary test)."""
+    if not client.commands_parser.commands:  # never initialised: the parser needs COMMAND
+        await client.initialize()
+        return
+    if client._lock is None:
+        client._lock = asyncio.Lock()
+    async with client._lock:  # the one redis-py's initialize() takes
+        if client._initialize:
+            await client.nodes_manager.initialize()
+            client._initialize = False
+
+
 class ReplicatedWrites:
     """Runs scripts and says which of them a replica confirmed.
 
@@ -205,7 +222,7 @@ class ReplicatedWrites:
                 # After a connection error redis-py only marks the map stale; learn the new
                 # one before reading it (the pipeline would, but only after we picked nodes).
                 if client._initialize:
-                    await client.initialize()
+                    await _relearn_slot_map(client)
             found: list[tuple[str, object]] = []
             for key in keys:
                 node = client.get_node_from_key(key)
