@@ -22,7 +22,7 @@ from trawl.model import CrawlUrl, Line
 from trawl.store.sqlite_db import open_database
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 LEASE_S = 300.0
 
@@ -491,6 +491,28 @@ def test_a_queued_urls_standing_comes_back_with_it(f: SqliteFrontier) -> None:
     assert f.lease(head, now=0.0).item.standing == 2**62
 
 
+def _drop_all(f: SqliteFrontier, matches: Callable[[str], bool]) -> list[CrawlUrl]:
+    """`drop_matching_after` over the whole queue, two rows a slice (the cursor is used)."""
+    out: list[CrawlUrl] = []
+    after: int | None = 0
+    while after is not None:
+        dropped, after = f.drop_matching_after(matches, after, 2)
+        out += dropped
+    return out
+
+
+def test_drop_matching_reads_the_queue_a_slice_at_a_time(f: SqliteFrontier) -> None:
+    for i in range(5):
+        f.enqueue(_url("a.test", f"tag-{i}", Line.SLOW))
+    sizes = []
+    after: int | None = 0
+    while after is not None:
+        dropped, after = f.drop_matching_after(lambda url: "/tag-" in url, after, 2)
+        sizes.append(len(dropped))
+    assert sizes == [2, 2, 1]
+    assert f.queued() == 0
+
+
 def test_drop_matching_takes_waiting_urls_out_but_not_leased_ones(f: SqliteFrontier) -> None:
     for name in ("tag-1", "keep", "tag-2", "tag-leased"):
         f.enqueue(_url("a.test", name, Line.FAST if name == "tag-leased" else Line.SLOW))
@@ -499,11 +521,11 @@ def test_drop_matching_takes_waiting_urls_out_but_not_leased_ones(f: SqliteFront
     assert head is not None
     assert _name(head.item) == "tag-leased"
     lease = f.lease(head, now=0.0)
-    dropped = f.drop_matching(lambda url: "/tag-" in url)
+    dropped = _drop_all(f, lambda url: "/tag-" in url)
     assert sorted(_name(item) for item in dropped) == ["tag-1", "tag-2", "tag-3"]
     assert f.queued_for("a.test") == 1
     assert f.queued_for("b.test") == 0
-    assert f.drop_matching(lambda url: "/tag-" in url) == []
+    assert _drop_all(f, lambda url: "/tag-" in url) == []
     f.done(lease)
     assert _drain(f, "a.test") == ["keep"]
     assert f.head("b.test") is None

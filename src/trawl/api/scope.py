@@ -149,7 +149,7 @@ def _add_exclusion_routes(
     async def add_exclusion(request: ExclusionRequest, response: Response) -> ExclusionAnswer:
         pattern = request.pattern
         try:
-            dropped = await view.on_crawl(lambda: ctx.add_exclusion(pattern))
+            dropped = await view.on_crawl_async(lambda: ctx.add_exclusion_in_slices(pattern))
         except ConfigError as exc:
             raise HTTPException(422, str(exc)) from None
         if dropped is None:

@@ -43,6 +43,7 @@ _EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
 # noted twice meanwhile is re-scored once (issue 17). Not more: a batch costs ~40 us a URL
 # (random rows of a big queue table), and 512 held the crawl loop for 21 ms at p50.
 RESCORE_BATCH = 128
+DROP_SCAN_ROWS = 2_000  # queue rows one slice of an exclude's drop reads (~10 ms, 5,000: 26-41)
 
 
 class IntakeTally(Protocol):
@@ -263,10 +264,22 @@ class Intake:
     def drop_excluded(self, matches: Callable[[str], bool]) -> int:
         """Take the waiting URLs `matches` selects out of the queue (a new run-time
         exclude), noted as skipped; how many."""
-        dropped = self._frontier.drop_matching(matches)
+        dropped = 0
+        after: int | None = 0
+        while after is not None:
+            n, after = self.drop_excluded_after(matches, after)
+            dropped += n
+        return dropped
+
+    def drop_excluded_after(
+        self, matches: Callable[[str], bool], after_id: int
+    ) -> tuple[int, int | None]:
+        """`drop_excluded` over one slice of the queue (Frontier.drop_matching_after): how
+        many were dropped, and the cursor to go on from (None: done)."""
+        dropped, after = self._frontier.drop_matching_after(matches, after_id, DROP_SCAN_ROWS)
         for item in dropped:
             self.note_excluded(item.url, item.url_hash, "")
-        return len(dropped)
+        return len(dropped), after
 
     def rescore(self, url_hashes: Sequence[str]) -> int:
         """Update the scores of those of `url_hashes` still waiting in the queue from

@@ -72,9 +72,14 @@ class Frontier(Protocol):
     def drop(self, queued: QueuedUrl) -> None:
         """Remove an unleased URL for good (outcome `skipped`)."""
 
-    def drop_matching(self, matches: Callable[[str], bool]) -> list[CrawlUrl]:
-        """Remove every unleased URL `matches(url)` selects (a new crawl-wide exclude);
-        the URLs removed. Reads the whole queue: an operator's action, not the loop's."""
+    def drop_matching_after(
+        self, matches: Callable[[str], bool], after_id: int, max_rows: int
+    ) -> tuple[list[CrawlUrl], int | None]:
+        """Remove the unleased URLs `matches(url)` selects (a new crawl-wide exclude) among
+        the next `max_rows` unleased queue rows past the cursor `after_id` (0: from the
+        start): the URLs removed, and the cursor to go on from (None once the queue's end
+        was read). The queue is read a slice at a time so that a running crawl can turn its
+        loop between two: read whole, 1,000,000 queued URLs held it for 3.5 s."""
 
     def done(self, lease: Lease) -> None: ...
 

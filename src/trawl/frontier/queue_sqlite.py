@@ -202,17 +202,22 @@ class SqliteFrontier:
         self._conn.execute("DELETE FROM queue WHERE id = ?", (queued.row_id,))
         self._schedule.take_work(queued.item.site, queued.item.line)
 
-    def drop_matching(self, matches: Callable[[str], bool]) -> list[CrawlUrl]:
+    def drop_matching_after(
+        self, matches: Callable[[str], bool], after_id: int, max_rows: int
+    ) -> tuple[list[CrawlUrl], int | None]:
         rows = self._conn.execute(
-            f"SELECT site, {_HEAD_COLUMNS} FROM queue WHERE leased_until = 0"
+            f"SELECT site, {_HEAD_COLUMNS} FROM queue WHERE leased_until = 0 AND id > ?"
+            " ORDER BY id LIMIT ?",
+            (after_id, max_rows),
         ).fetchall()
+        last = rows[-1][1] if len(rows) == max_rows else None
         dropped = [_queued(row[0], row[1:]) for row in rows if matches(row[2])]
         if dropped:
             self._begin()
             self._conn.executemany("DELETE FROM queue WHERE id = ?", [(q.row_id,) for q in dropped])
             for q in dropped:
                 self._schedule.take_work(q.item.site, q.item.line)
-        return [q.item for q in dropped]
+        return [q.item for q in dropped], last
 
     def done(self, lease: Lease) -> None:
         self._leases.complete(lease.lease_id)

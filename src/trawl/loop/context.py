@@ -11,6 +11,7 @@ between awaits. Worker processes get values, never state.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -97,8 +98,23 @@ class CrawlContext:
         None when the pattern was already in force."""
         if not self.scope.add_exclusion(pattern, self.clock.now()):
             return None
-        dropped = self.intake.drop_excluded(self.scope.matches(pattern))
         self.durability.keep({"op": "exclude", "pattern": pattern})
+        return self.intake.drop_excluded(self.scope.matches(pattern))
+
+    async def add_exclusion_in_slices(self, pattern: str) -> int | None:
+        """`add_exclusion` for a running crawl (the API's): the exclude is in force and
+        durable at once, and the waiting URLs it matches leave the queue a slice at a time,
+        the loop turning between two (one call over a queue of 1,000,000 URLs had held it
+        for 3.5 s). None of them is requested meanwhile: a turn drops an excluded head."""
+        if not self.scope.add_exclusion(pattern, self.clock.now()):
+            return None
+        self.durability.keep({"op": "exclude", "pattern": pattern})
+        matches = self.scope.matches(pattern)
+        dropped, after = self.intake.drop_excluded_after(matches, 0)
+        while after is not None:
+            await asyncio.sleep(0)
+            n, after = self.intake.drop_excluded_after(matches, after)
+            dropped += n
         return dropped
 
     def remove_exclusion(self, pattern: str) -> bool:
