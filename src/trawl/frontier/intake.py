@@ -43,7 +43,7 @@ _EXCLUDED = ScopeDecision(False, ScopeRule.EXCLUDE, 0)
 # noted twice meanwhile is re-scored once (issue 17). Not more: a batch costs ~40 us a URL
 # (random rows of a big queue table), and 512 held the crawl loop for 21 ms at p50.
 RESCORE_BATCH = 128
-DROP_SCAN_ROWS = 2_000  # queue rows one slice of an exclude's drop reads (~10 ms, 5,000: 26-41)
+DROP_SCAN_ROWS = 2_000  # queue rows one slice of an exclude's drop reads (5,000 took 26-41 ms)
 
 
 class IntakeTally(Protocol):

@@ -96,9 +96,8 @@ class CrawlContext:
         the waiting URLs it matches leave the queue (noted as skipped), none is requested
         from now on, and the change is durable at once. The URLs taken out of the queue, or
         None when the pattern was already in force."""
-        if not self.scope.add_exclusion(pattern, self.clock.now()):
+        if not self._put_exclusion(pattern):
             return None
-        self.durability.keep({"op": "exclude", "pattern": pattern})
         return self.intake.drop_excluded(self.scope.matches(pattern))
 
     async def add_exclusion_in_slices(self, pattern: str) -> int | None:
@@ -106,9 +105,8 @@ class CrawlContext:
         durable at once, and the waiting URLs it matches leave the queue a slice at a time,
         the loop turning between two (one call over a queue of 1,000,000 URLs had held it
         for 3.5 s). None of them is requested meanwhile: a turn drops an excluded head."""
-        if not self.scope.add_exclusion(pattern, self.clock.now()):
+        if not self._put_exclusion(pattern):
             return None
-        self.durability.keep({"op": "exclude", "pattern": pattern})
         matches = self.scope.matches(pattern)
         dropped, after = self.intake.drop_excluded_after(matches, 0)
         while after is not None:
@@ -116,6 +114,13 @@ class CrawlContext:
             n, after = self.intake.drop_excluded_after(matches, after)
             dropped += n
         return dropped
+
+    def _put_exclusion(self, pattern: str) -> bool:
+        """The exclude in force and durable; False when it was in force already."""
+        if not self.scope.add_exclusion(pattern, self.clock.now()):
+            return False
+        self.durability.keep({"op": "exclude", "pattern": pattern})
+        return True
 
     def remove_exclusion(self, pattern: str) -> bool:
         """Lift a run-time exclude (durable at once); False when none is `pattern`. URLs it

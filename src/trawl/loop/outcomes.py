@@ -119,8 +119,6 @@ class PageOutcomes:
 
     async def _queue_links(self, item: CrawlUrl, out: PageOutput, record: PageRecord) -> None:
         ctx = self.ctx
-        if out.links_dropped:
-            ctx.stats.count(ctx.stats.skipped, "page_links_cap", out.links_dropped)
         state = ctx.sites.state(item.site)
         similar = False
         if out.trap_fingerprint:
@@ -140,6 +138,8 @@ class PageOutcomes:
             # A copy on another host of the site (www. and bare, a mirror) is an alias, not
             # a trap: it says nothing about the site's shape, so it gets no verdict.
             return
+        if out.links_dropped:
+            ctx.stats.count(ctx.stats.skipped, "page_links_cap", out.links_dropped)
         url_rule_hits = 0  # this page's own: other pages' count too between two slices
 
         def take(links: Sequence[FoundLink]) -> None:
