@@ -239,6 +239,18 @@ def test_seeds_are_queued_rejected_with_reasons_and_fetched(served: Served) -> N
         time.sleep(0.5)
 
 
+def test_issue_17_a_long_seed_list_is_answered_as_one(served: Served) -> None:
+    # Added a chunk at a time on the crawl loop (api.app.SEED_CHUNK): the answer sums them.
+    # Only URLs that queue nothing new, so the rest of the module's crawl is unchanged.
+    known = served.web.seeds[0]
+    urls = [f"mailto:ops{i}@example.org" for i in range(1_200)]
+    urls[700] = known
+    status, answer = send_json(served.base, "/v1/seeds", json.dumps({"urls": urls}).encode())
+    assert status == 200
+    assert (answer["queued"], answer["known"]) == (0, 1)
+    assert [r["url"] for r in answer["rejected"]] == [u for u in urls if u != known]
+
+
 def test_issue_14_a_crawled_unchanged_seed_is_known_not_refetched_nor_announced(
     served: Served,
 ) -> None:

@@ -40,6 +40,16 @@ class AddedSeeds:
     rejected: list[tuple[str, str]]  # (raw URL, reason)
     seeds: list[SeedScope]  # the accepted seeds' scopes, in force now
 
+    @staticmethod
+    def merged(parts: list[AddedSeeds]) -> AddedSeeds:
+        """The parts of one request added a chunk at a time, as one answer."""
+        return AddedSeeds(
+            sum(part.queued for part in parts),
+            sum(part.known for part in parts),
+            [rejected for part in parts for rejected in part.rejected],
+            [seed for part in parts for seed in part.seeds],
+        )
+
 
 def add_operator_seeds(
     ctx: CrawlContext, urls: list[str], priority: str, scope: SeedScope | None = None
