@@ -24,7 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench.runinfo import describe_run
+from bench.runinfo import compared_trees, describe_run
 
 ADDRESS = "127.0.0.9"
 HOST = "big.bench"
@@ -107,9 +107,7 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=250_000)
     parser.add_argument("--entries", type=int, default=50_000)
     args = parser.parse_args()
-    trees = {"new": Path(__file__).resolve().parents[1] / "src"}
-    if args.base:
-        trees = {"base": args.base, **trees}
+    trees = compared_trees(args.base)
     print(describe_run())
     cases = {
         f"a page of {args.links:,} links": serve(args.links, 0),

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.runinfo import describe_run
+from bench.runinfo import compared_trees, describe_run
 
 _CHILD = """
 import os, statistics, sys, tempfile, threading, time
@@ -54,9 +54,7 @@ def main() -> None:
     parser.add_argument("--base", type=Path, help="a base checkout's src/ to compare with")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    trees = {"new": Path(__file__).resolve().parents[1] / "src"}
-    if args.base:
-        trees = {"base": args.base, **trees}
+    trees = compared_trees(args.base)
     print(describe_run())
     for name, src in trees.items():
         out = subprocess.run(

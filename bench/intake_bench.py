@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.runinfo import compared_trees
+
 ROOT = Path(__file__).resolve().parent.parent
 SITES = 2000
 NAV_LINKS = 20  # the same on every page of a site
@@ -124,9 +126,7 @@ def main() -> None:
     if args.child:
         _child(args.child)
         return
-    trees = {"new": ROOT / "src"}
-    if args.base:
-        trees = {"base": args.base, **trees}
+    trees = compared_trees(args.base)
     children = {name: _start(src, args.pages) for name, src in trees.items()}
     times: dict[str, list[float]] = {name: [] for name in trees}
     new = 0.0

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.runinfo import describe_run
+from bench.runinfo import compared_trees, describe_run
 
 _CHILD = """
 import sys, time
@@ -66,9 +66,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    trees = {"new": Path(__file__).resolve().parents[1] / "src"}
-    if args.base:
-        trees = {"base": args.base, **trees}
+    trees = compared_trees(args.base)
     times: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, src in trees.items():

@@ -6,6 +6,9 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
+
+THIS_SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def describe_run() -> dict[str, str]:
@@ -20,3 +23,9 @@ def describe_run() -> dict[str, str]:
             f" python {platform.python_version()}"
         ),
     }
+
+
+def compared_trees(base: Path | None) -> dict[str, Path]:
+    """The sources a bench runs: this checkout's ("new"), after `--base`'s ("base") if given
+    (a frozen checkout: `git worktree add --detach /tmp/base <commit>`)."""
+    return {"new": THIS_SRC} if base is None else {"base": base, "new": THIS_SRC}
