@@ -54,6 +54,8 @@ class SiteRequests:
         now = ctx.clock.now()
         if not state.clock.is_ready(now):
             ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - now)
+            if site not in ctx.run.blocked and self._holds_a_blocked_wait(state, line, now):
+                ctx.run.blocked.add(site)
             return None  # released at its clock's time
         if state.paused:
             ctx.stats.note_wait("paused", 0.0)
@@ -96,6 +98,25 @@ class SiteRequests:
                 self._note_contained_lease(state, queued.item, now)
             return ctx.frontier.lease(queued, now)
         return None
+
+    def _holds_a_blocked_wait(self, state: SiteState, line: Line | None, now: float) -> bool:
+        """Whether the site's clock holds it for a wait that would block it had its turn
+        come (a robots.txt retry, a daily cap): so set by an earlier run on this data
+        directory, whose blocked set this run does not have. Without this, a one-shot rerun
+        sat idle until the retry time, or the next UTC day (`trawl demo` run thrice)."""
+        ctx = self.ctx
+        if state.pages_on(now) >= state.daily_cap(ctx.policy.traps):
+            return True
+        queued = ctx.frontier.head(state.site, line, now)
+        if queued is None:
+            return False
+        origin = origin_of(queued.item.url)
+        rules = state.robots.get(origin)
+        return (
+            rules is not None
+            and rules.status is RobotsStatus.UNREACHABLE
+            and _origin_held_until(state, origin, rules) > now
+        )
 
     def _hold(self, state: SiteState, rules: RobotsRules, held_until: float) -> None:
         """Every ready URL of the site waits on a failing origin: the site's turn comes back

@@ -1,0 +1,102 @@
+"""A one-shot rerun does not wait out what the run before it left blocked.
+
+`trawl demo` run three times in one directory took 62 s, 3.9 s and 84 s, idle most of the
+time: the first run left URLs queued behind an unreadable robots.txt (RFC 9309 2.3.1.3:
+retried later, up to an hour apart), and the rerun held their sites' turns until those
+retries, because a site joined the crawl's blocked set (loop.run_state) only when its
+turn found the robots.txt failing — and a held site's turn comes at its retry time. The
+same held a rerun until the next UTC day for a site over its daily cap. A rerun now sees
+at a site's first turn that its hold is such a wait, and does not stay open for it; once
+the retry is due, a rerun asks the robots.txt again.
+
+Real parts: the crawl loop, the SQLite frontier and host records, page work on threads, on
+a virtual clock with a scripted fetcher (tests/loop/test_crawl_loop.py's settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tests.fakes.fetcher import Answer, ScriptedFetcher
+from tests.loop.test_crawl_loop import page, settings
+from tests.loop.virtual_clock import VirtualClock
+
+from trawl.config import with_overrides
+from trawl.loop.crawler import Crawler
+from trawl.loop.workers import WorkerPool
+from trawl.parse.page_work import init_worker
+from trawl.wiring.embedded import build_context, normalise_rules
+from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.fakes.fetcher import SentRequest
+
+    from trawl.config import Settings
+
+HOME = "http://ok.test/"
+BROKEN = "http://broken.test/"  # its robots.txt answers 500: unreachable, retried later
+CAPPED = "http://capped.test/"
+RETRY_BASE_S = 60.0  # the default robots retry's first wait
+
+
+def web() -> dict[str, Answer | list[Answer]]:
+    capped_pages = [f"{CAPPED}p{i}" for i in range(6)]
+    return {
+        HOME: page(f"{BROKEN}a", f"{BROKEN}b", *capped_pages),
+        f"{BROKEN}robots.txt": Answer(500, body=b"down"),
+        **{url: page() for url in capped_pages},
+    }
+
+
+async def crawl(data_dir: Path, clock: VirtualClock, s: Settings) -> list[SentRequest]:
+    rules = normalise_rules(s)
+    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
+    fetcher = ScriptedFetcher(web(), clock=clock)
+    ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool)
+    try:
+        add_seeds(ctx, seed_scopes(s, normalise_seeds([(HOME, "seed")], rules), rules))
+        await Crawler(ctx, watch_lag=False).run()
+    finally:
+        await ctx.durability.close()
+    return fetcher.requests
+
+
+def run(data_dir: Path, start_at: float, **traps: object) -> tuple[list[str], float]:
+    """One one-shot crawl from `start_at`: the URLs it asked for, and how long it ran."""
+    s = with_overrides(settings(), crawl={"max_time_s": 0.0, "max_pages": 0})
+    if traps:
+        s = with_overrides(s, traps=traps)
+    clock = VirtualClock(start_at)
+    requests = asyncio.run(clock.run(crawl(data_dir, clock, s)))
+    return [r.url for r in requests], clock.now() - start_at
+
+
+def test_a_rerun_does_not_wait_for_an_unreadable_robots_txt_retry(tmp_path: Path) -> None:
+    first, first_s = run(tmp_path, 1_767_225_600.0)
+    assert f"{BROKEN}robots.txt" in first
+    assert not any(u.startswith(BROKEN) and not u.endswith("robots.txt") for u in first)
+    assert first_s < RETRY_BASE_S  # the first run did not wait for the retry either
+
+    rerun_at = 1_767_225_600.0 + first_s + 5.0  # the retry is still ahead
+    second, second_s = run(tmp_path, rerun_at)
+    assert second_s < 10.0, f"the rerun sat {second_s:.0f} s waiting for the robots retry"
+    assert f"{BROKEN}robots.txt" not in second  # not asked before its retry time
+
+    # Once the retry is due, a rerun asks again (the site is not given up).
+    third, _ = run(tmp_path, rerun_at + 2 * 3600.0)
+    assert f"{BROKEN}robots.txt" in third
+
+
+def test_a_rerun_does_not_wait_for_tomorrow_for_a_site_over_its_daily_cap(
+    tmp_path: Path,
+) -> None:
+    # A cap of 2 pages a day: capped.test's other 4 pages wait for the next UTC day.
+    start = 1_767_225_600.0 + 3600.0  # 01:00 UTC: the next day is 23 h away
+    first, first_s = run(tmp_path, start, daily_page_cap=2, max_importance=1.0)
+    assert sum(u.startswith(CAPPED) and "/p" in u for u in first) == 2
+    second, second_s = run(tmp_path, start + first_s + 5.0, daily_page_cap=2, max_importance=1.0)
+    assert second_s < 10.0, f"the rerun sat {second_s:.0f} s waiting for the next day"
+    assert not any(u.startswith(CAPPED) and "/p" in u for u in second)
