@@ -73,3 +73,46 @@ def test_issue_17_an_exclude_drops_its_queued_urls_in_slices(tmp_path: Path) -> 
     assert len(left) == QUEUED - matching
     assert not any(EXCLUDED in url for url in left)
     assert ctx.stats.skipped.get("exclude") == matching
+
+
+def test_a_cluster_peers_exclude_is_in_force_at_once_and_drops_on_its_own_task(
+    tmp_path: Path,
+) -> None:
+    """A node reads a peer's exclude between a link stream's links (cluster_scope): the
+    exclude holds for the very next link, and the queue's matching URLs go a slice at a
+    time on a task of their own, so the stream's read is not held for the whole queue."""
+    ctx = build_context(SETTINGS, tmp_path, StoppedClock(1000.0))
+    for i in range(QUEUED):
+        ctx.frontier.enqueue(_url(i))
+    slices: list[int] = []
+    drop = ctx.intake.drop_excluded_after
+
+    def spy(matches: Any, after_id: int) -> tuple[int, int | None]:
+        slices.append(after_id)
+        return drop(matches, after_id)
+
+    ctx.intake.drop_excluded_after = spy  # type: ignore[method-assign]
+
+    async def main() -> tuple[bool, bool, int]:
+        in_force = ctx.add_exclusion_dropping_later(EXCLUDED)
+        again = ctx.add_exclusion_dropping_later(EXCLUDED)
+        assert ctx.scope.current.is_excluded("http://s1.test/tag/x")
+        sliced_before_returning = len(slices)
+        await asyncio.gather(*ctx._dropping)  # the drop's task
+        return in_force, again, sliced_before_returning
+
+    try:
+        in_force, again, sliced_before_returning = asyncio.run(asyncio.wait_for(main(), 30))
+        ctx.durability.commit()
+    finally:
+        asyncio.run(ctx.durability.close())
+    assert (in_force, again) == (True, False)
+    assert sliced_before_returning == 0  # nothing read from the queue in the caller's step
+    assert len(slices) == 3
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        left = [url for (url,) in conn.execute("SELECT url FROM queue")]
+    finally:
+        conn.close()
+    assert not any(EXCLUDED in url for url in left)
+    assert ctx.stats.skipped.get("exclude") == sum(1 for i in range(QUEUED) if i % 3 == 0)

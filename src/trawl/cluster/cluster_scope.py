@@ -56,7 +56,7 @@ class ScopeHolder(Protocol):
     def run(self) -> RunState: ...
     @property
     def durability(self) -> Durability: ...
-    def add_exclusion(self, pattern: str) -> int | None: ...
+    def add_exclusion_dropping_later(self, pattern: str) -> bool: ...
     def remove_exclusion(self, pattern: str) -> bool: ...
 
 
@@ -201,13 +201,12 @@ class ClusterScope:
         ctx = self.ctx
         try:
             if change.op is ScopeOp.EXCLUDE:
-                dropped = ctx.add_exclusion(change.pattern)
-                if dropped is None:
+                # Read between a stream's links: the queue's matching URLs go on a task of
+                # their own, a slice at a time (a million of them held the loop 3.5 s).
+                if not ctx.add_exclusion_dropping_later(change.pattern):
                     return 0
-                log.info(
-                    "scope: exclusion %r from the cluster (change %d): %d queued URLs dropped",
-                    change.pattern, change.seq, dropped,
-                )  # fmt: skip
+                log.info("scope: exclusion %r from the cluster (change %d) in force",
+                         change.pattern, change.seq)  # fmt: skip
                 return 1
             if not ctx.remove_exclusion(change.pattern):
                 return 0

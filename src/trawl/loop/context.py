@@ -12,6 +12,7 @@ between awaits. Worker processes get values, never state.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 AGENT_TOKEN = "trawl"  # the product token robots.txt groups are matched against
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CrawlContext:
@@ -77,6 +80,8 @@ class CrawlContext:
     inbox: CrawlInbox = field(default_factory=CrawlInbox)
     # Pages built by JavaScript (issue 18): None when rendering is off or has no browser.
     render: Rendering | None = None
+    # Exclusions' drops running on tasks of their own (`add_exclusion_dropping_later`).
+    _dropping: set[asyncio.Task[int]] = field(default_factory=set, init=False, repr=False)
 
     @property
     def agent_token(self) -> str:
@@ -107,6 +112,31 @@ class CrawlContext:
         for 3.5 s). None of them is requested meanwhile: a turn drops an excluded head."""
         if not self._put_exclusion(pattern):
             return None
+        return await self._drop_excluded_in_slices(pattern)
+
+    def add_exclusion_dropping_later(self, pattern: str) -> bool:
+        """`add_exclusion` from a step that must not wait on the queue (a cluster peer's
+        change, read in order with the links of a stream): in force and durable now, the
+        waiting URLs it matches leave the queue in slices on a task of their own. False
+        when the pattern was in force already."""
+        if not self._put_exclusion(pattern):
+            return False
+        task = asyncio.get_running_loop().create_task(self._drop_excluded_in_slices(pattern))
+        self._dropping.add(task)  # the loop keeps only a weak reference
+        task.add_done_callback(self._dropped_later)
+        return True
+
+    def _dropped_later(self, task: asyncio.Task[int]) -> None:
+        self._dropping.discard(task)
+        if task.cancelled():
+            return  # the crawl ended first: turns drop what is left when its sites come up
+        if (exc := task.exception()) is not None:
+            log.warning("dropping a new exclusion's queued URLs failed: %s; its sites' turns "
+                        "drop them", exc)  # fmt: skip
+            return
+        log.info("scope: %d queued URLs dropped by a new exclusion", task.result())
+
+    async def _drop_excluded_in_slices(self, pattern: str) -> int:
         matches = self.scope.matches(pattern)
         dropped, after = self.intake.drop_excluded_after(matches, 0)
         while after is not None:
