@@ -57,6 +57,9 @@ class CrawlSettings:
     checkpoint_interval_s: float = 60.0
     commit_interval_s: float = 0.5  # page records and events are committed in batches
     continuous: bool = False  # keep crawling and recrawling when the frontier empties
+    # A one-shot crawl does not stay open for a site whose next request is further away
+    # (a long Retry-After, a backoff, a parked site): its URLs wait for the next run.
+    max_site_wait_s: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +287,7 @@ class Settings:
         if p.per_ip_max_in_flight < 1:
             raise ConfigError("politeness.per_ip_max_in_flight must be >= 1")
         _require_positive("crawl.concurrency", self.crawl.concurrency)
+        _require_positive("crawl.max_site_wait_s", self.crawl.max_site_wait_s)
         _require_positive("fetch.total_timeout_s", self.fetch.total_timeout_s)
         _require_positive("fetch.max_body_bytes", self.fetch.max_body_bytes)
         if self.fetch.max_redirects < 0:

@@ -30,6 +30,7 @@ from trawl.wiring.embedded import build_context, normalise_rules
 from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from tests.fakes.fetcher import SentRequest
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 HOME = "http://ok.test/"
 BROKEN = "http://broken.test/"  # its robots.txt answers 500: unreachable, retried later
 CAPPED = "http://capped.test/"
+BUSY = "http://busy.test/"
 RETRY_BASE_S = 60.0  # the default robots retry's first wait
 
 
@@ -51,10 +53,12 @@ def web() -> dict[str, Answer | list[Answer]]:
     }
 
 
-async def crawl(data_dir: Path, clock: VirtualClock, s: Settings) -> list[SentRequest]:
+async def crawl(
+    data_dir: Path, clock: VirtualClock, s: Settings, answers: dict[str, Answer | list[Answer]]
+) -> list[SentRequest]:
     rules = normalise_rules(s)
     pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
-    fetcher = ScriptedFetcher(web(), clock=clock)
+    fetcher = ScriptedFetcher(answers, clock=clock)
     ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool)
     try:
         add_seeds(ctx, seed_scopes(s, normalise_seeds([(HOME, "seed")], rules), rules))
@@ -64,13 +68,19 @@ async def crawl(data_dir: Path, clock: VirtualClock, s: Settings) -> list[SentRe
     return fetcher.requests
 
 
-def run(data_dir: Path, start_at: float, **traps: object) -> tuple[list[str], float]:
-    """One one-shot crawl from `start_at`: the URLs it asked for, and how long it ran."""
+def run(
+    data_dir: Path,
+    start_at: float,
+    web: Callable[[], dict[str, Answer | list[Answer]]] = web,
+    **traps: object,
+) -> tuple[list[str], float]:
+    """One one-shot crawl from `start_at` of `web`: the URLs it asked for, and how long it
+    ran."""
     s = with_overrides(settings(), crawl={"max_time_s": 0.0, "max_pages": 0})
     if traps:
         s = with_overrides(s, traps=traps)
     clock = VirtualClock(start_at)
-    requests = asyncio.run(clock.run(crawl(data_dir, clock, s)))
+    requests = asyncio.run(clock.run(crawl(data_dir, clock, s, web())))
     return [r.url for r in requests], clock.now() - start_at
 
 
@@ -100,3 +110,31 @@ def test_a_rerun_does_not_wait_for_tomorrow_for_a_site_over_its_daily_cap(
     second, second_s = run(tmp_path, start + first_s + 5.0, daily_page_cap=2, max_importance=1.0)
     assert second_s < 10.0, f"the rerun sat {second_s:.0f} s waiting for the next day"
     assert not any(u.startswith(CAPPED) and "/p" in u for u in second)
+
+
+def test_a_one_shot_crawl_does_not_stay_open_for_a_retry_after_of_hours(tmp_path: Path) -> None:
+    # Before: a crawl of these three URLs ran 43,203 virtual s (12 h), six times 7,200 s.
+    def busy_web() -> dict[str, Answer | list[Answer]]:
+        busy = Answer(503, headers=(("Retry-After", "7200"),))
+        return {HOME: page(f"{BUSY}a", f"{BUSY}b"), f"{BUSY}a": busy, f"{BUSY}b": busy}
+
+    start = 1_767_225_600.0
+    first, first_s = run(tmp_path, start, web=busy_web)
+    assert first.count(f"{BUSY}a") + first.count(f"{BUSY}b") == 1  # one 503, then the wait
+    assert first_s < 10.0, f"the crawl sat {first_s:.0f} s waiting for a Retry-After"
+    # A rerun inside the Retry-After sends nothing to the site; one after it does.
+    second, second_s = run(tmp_path, start + first_s + 60.0, web=busy_web)
+    assert not any(u.startswith(BUSY) for u in second)
+    assert second_s < 10.0
+    third, _ = run(tmp_path, start + 7300.0, web=busy_web)
+    assert any(u.startswith(BUSY) and not u.endswith(".txt") for u in third)
+
+
+def test_a_short_backoff_is_still_waited_out(tmp_path: Path) -> None:
+    def busy_web() -> dict[str, Answer | list[Answer]]:
+        busy = Answer(503, headers=(("Retry-After", "30"),))
+        return {HOME: page(f"{BUSY}a"), f"{BUSY}a": [busy, page()]}
+
+    urls, ran_s = run(tmp_path, 1_767_225_600.0, web=busy_web)
+    assert urls.count(f"{BUSY}a") == 2  # a 503, then after the 30 s, the page
+    assert ran_s >= 30.0

@@ -128,9 +128,10 @@ def run_async(main: Coroutine[Any, Any, T], *, freeze_survivors: bool = True) ->
 
 _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
 # What a crawl leaves queued: when it runs out of work, only URLs of sites whose robots.txt
-# is unreachable (or over their daily cap, or trickling as traps: RunState.is_finished);
-# when a limit or a signal stops it, whatever was next.
-_QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap or the next run)"
+# is unreachable, over their daily cap, trickling as traps or asking for a wait longer than
+# crawl.max_site_wait_s (RunState.is_finished); when a limit or a signal stops it, whatever
+# was next.
+_QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap, a long backoff or the next run)"
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:

@@ -20,6 +20,8 @@ class RunLimits:
     max_pages: int  # page turns started (robots.txt and sitemaps not counted); 0: none
     max_time_s: float  # 0: none
     continuous: bool  # an empty frontier does not end the crawl
+    # A one-shot crawl's longest wait for one site's next request (RunState.blocked).
+    max_site_wait_s: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)

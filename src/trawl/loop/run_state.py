@@ -7,7 +7,8 @@ Each fact is tracked once:
 - *working*: sites with work running, a turn's outcome included (a partition hand-over waits
   for them), counted per site;
 - *blocked*: sites whose queued URLs do not keep a one-shot crawl open (an unreadable
-  robots.txt, a pause, a contained trap site's rest, a daily cap);
+  robots.txt, a pause, a contained trap site's rest, a daily cap, a wait for the site's
+  next request longer than `RunLimits.max_site_wait_s`);
 - *turns*: turns running (the dispatcher's count), and the stop: limits, a signal, the end.
 
 Event loop thread only.
@@ -89,7 +90,17 @@ class RunState:
             wait_s = state.clock.next_allowed_at - self._clock.now()
             if wait_s > 0 and not state.paused and self._frontier.queued_for(site):
                 self._stats.note_wait("site_clock", wait_s)
-            self._frontier.release_site(site, self.ready_at(state))
+            ready_at = self.ready_at(state)
+            self.note_wait_until(site, ready_at)
+            self._frontier.release_site(site, ready_at)
+
+    def note_wait_until(self, site: str, ready_at: float) -> None:
+        """A site whose next request waits longer than `max_site_wait_s` (a Retry-After of
+        hours, a backoff, a parked site) is blocked: a one-shot crawl does not stay open
+        for it (one site answering 503 with `Retry-After: 7200` held a crawl of three URLs
+        open for 12 h). Unblocked when its turn leases a URL."""
+        if ready_at - self._clock.now() > self.limits.max_site_wait_s:
+            self.blocked.add(site)
 
     def hold_site(self, site: str) -> bool:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
@@ -126,9 +137,11 @@ class RunState:
     def reschedule(self, state: SiteState) -> None:
         """The site's turn comes at its new ready time (a changed override); a held site
         gets it when released."""
+        ready_at = self.ready_at(state)
         if not state.paused:
             self.blocked.discard(state.site)
-        self._frontier.move_site(state.site, self.ready_at(state))  # not while held
+            self.note_wait_until(state.site, ready_at)
+        self._frontier.move_site(state.site, ready_at)  # not while held
 
     def wake(self, state: SiteState, item: CrawlUrl) -> None:
         """A contained site resting until its next trickle gets work it may serve now (a due

@@ -339,7 +339,12 @@ def loop_policy(settings: Settings) -> LoopPolicy:
         max_redirects=f.max_redirects,
         max_links_per_page=settings.frontier.max_links_per_page,
         fetch_timeout_s=f.total_timeout_s,
-        limits=RunLimits(max_pages=c.max_pages, max_time_s=c.max_time_s, continuous=c.continuous),
+        limits=RunLimits(
+            max_pages=c.max_pages,
+            max_time_s=c.max_time_s,
+            continuous=c.continuous,
+            max_site_wait_s=c.max_site_wait_s,
+        ),
         clock=ClockPolicy(
             min_delay_s=p.min_delay_s,
             slow_factor=p.slow_factor,
