@@ -19,15 +19,11 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from tests.fakes.fetcher import Answer, ScriptedFetcher
+from tests.loop.one_crawl import crawl_on
 from tests.loop.test_crawl_loop import page, settings
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.config import with_overrides
-from trawl.loop.crawler import Crawler
-from trawl.loop.workers import WorkerPool
-from trawl.parse.page_work import init_worker
-from trawl.wiring.embedded import build_context, normalise_rules
-from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,15 +52,8 @@ def web() -> dict[str, Answer | list[Answer]]:
 async def crawl(
     data_dir: Path, clock: VirtualClock, s: Settings, answers: dict[str, Answer | list[Answer]]
 ) -> list[SentRequest]:
-    rules = normalise_rules(s)
-    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
     fetcher = ScriptedFetcher(answers, clock=clock)
-    ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool)
-    try:
-        add_seeds(ctx, seed_scopes(s, normalise_seeds([(HOME, "seed")], rules), rules))
-        await Crawler(ctx, watch_lag=False).run()
-    finally:
-        await ctx.durability.close()
+    await crawl_on(s, data_dir, clock, fetcher, [HOME])
     return fetcher.requests
 
 

@@ -15,18 +15,14 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from tests.fakes.fetcher import ScriptedFetcher
+from tests.loop.one_crawl import crawl_on
 from tests.loop.test_crawl_loop import HOSTS, SEEDS, settings, web
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.errors import StoreUnavailable
-from trawl.loop.crawler import Crawler
-from trawl.loop.workers import WorkerPool
-from trawl.parse.page_work import init_worker
 from trawl.store.layout import DB_NAME
 from trawl.store.records_sqlite import SqliteRecords
 from trawl.store.sqlite_db import open_database
-from trawl.wiring.embedded import build_context, normalise_rules
-from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,18 +47,9 @@ class OutageRecords(SqliteRecords):
 
 
 async def crawl(data_dir: Path, clock: VirtualClock, fetcher: ScriptedFetcher) -> list[str]:
-    s = settings()
-    rules = normalise_rules(s)
-    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
     conn = open_database(data_dir / DB_NAME)
     records = OutageRecords(conn)
-    ctx = build_context(s, data_dir, clock, conn=conn, records=records, fetcher=fetcher,
-                        cpu_pool=pool)  # fmt: skip
-    try:
-        add_seeds(ctx, seed_scopes(s, normalise_seeds([(u, "seed") for u in SEEDS], rules), rules))
-        await Crawler(ctx, watch_lag=False).run()
-    finally:
-        await ctx.durability.close()
+    await crawl_on(settings(), data_dir, clock, fetcher, SEEDS, conn=conn, records=records)
     return records.refused
 
 

@@ -18,16 +18,12 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from tests.fakes.fetcher import Answer, ScriptedFetcher
+from tests.loop.one_crawl import crawl_on
 from tests.loop.test_crawl_loop import PER_IP_GAP_S, page, settings
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.config import with_overrides
-from trawl.loop.crawler import Crawler
-from trawl.loop.workers import WorkerPool
-from trawl.parse.page_work import init_worker
 from trawl.store.layout import DB_NAME
-from trawl.wiring.embedded import build_context, normalise_rules
-from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,16 +47,9 @@ def directory_web() -> dict[str, Answer | list[Answer]]:
 
 async def crawl(data_dir: Path, clock: VirtualClock, **limits: float) -> list[SentRequest]:
     s = with_overrides(settings(), crawl={"max_time_s": 0.0, "max_pages": 0, **limits})
-    rules = normalise_rules(s)
-    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
     hosts = {"dir.test": ADDRESS} | {f"s{i}.test": ADDRESS for i in range(SITES)}
     fetcher = ScriptedFetcher(directory_web(), clock=clock, hosts=hosts, default_ip=None)
-    ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool)
-    try:
-        add_seeds(ctx, seed_scopes(s, normalise_seeds([(HOME, "seed")], rules), rules))
-        await Crawler(ctx, watch_lag=False).run()
-    finally:
-        await ctx.durability.close()
+    await crawl_on(s, data_dir, clock, fetcher, [HOME])
     return fetcher.requests
 
 
