@@ -127,3 +127,22 @@ def test_a_short_backoff_is_still_waited_out(tmp_path: Path) -> None:
     urls, ran_s = run(tmp_path, 1_767_225_600.0, web=busy_web)
     assert urls.count(f"{BUSY}a") == 2  # a 503, then after the 30 s, the page
     assert ran_s >= 30.0
+
+
+def test_a_long_crawl_delay_is_the_sites_pace_and_is_waited_out(tmp_path: Path) -> None:
+    # Crawl-delay: 600 is a pace, not a site asking to be left alone: a one-shot crawl
+    # fetches all of the site, ten minutes apart, longer than crawl.max_site_wait_s.
+    slow = "http://slow.test/"
+
+    def slow_web() -> dict[str, Answer | list[Answer]]:
+        return {
+            HOME: page(f"{slow}a"),
+            f"{slow}robots.txt": Answer(200, body=b"User-agent: *\nCrawl-delay: 600\n"),
+            f"{slow}a": page(f"{slow}b"),
+            f"{slow}b": page(),
+        }
+
+    urls, ran_s = run(tmp_path, 1_767_225_600.0, web=slow_web)
+    assert f"{slow}a" in urls
+    assert f"{slow}b" in urls
+    assert ran_s >= 1200.0

@@ -127,7 +127,7 @@ class SiteRequests:
         if rules.status is RobotsStatus.UNREACHABLE:
             ctx.run.blocked.add(state.site)
         else:  # an origin's own backoff: as long a wait as the site clock's would be
-            ctx.run.note_wait_until(state.site, held_until)
+            ctx.run.note_wait_until(state, held_until)
         recheck = ctx.clock.now() + state.clock.gap_s(ctx.policy.clock)
         state.clock.hold_until(min(held_until, recheck))
 

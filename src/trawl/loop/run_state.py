@@ -91,16 +91,20 @@ class RunState:
             if wait_s > 0 and not state.paused and self._frontier.queued_for(site):
                 self._stats.note_wait("site_clock", wait_s)
             ready_at = self.ready_at(state)
-            self.note_wait_until(site, ready_at)
+            self.note_wait_until(state, ready_at)
             self._frontier.release_site(site, ready_at)
 
-    def note_wait_until(self, site: str, ready_at: float) -> None:
-        """A site whose next request waits longer than `max_site_wait_s` (a Retry-After of
-        hours, a backoff, a parked site) is blocked: a one-shot crawl does not stay open
-        for it (one site answering 503 with `Retry-After: 7200` held a crawl of three URLs
-        open for 12 h). Unblocked when its turn leases a URL."""
-        if ready_at - self._clock.now() > self.limits.max_site_wait_s:
-            self.blocked.add(site)
+    def note_wait_until(self, state: SiteState, ready_at: float) -> None:
+        """A site whose next request waits longer than `max_site_wait_s` and than its own
+        pace (a Retry-After of hours, a backoff, a parked site; not a long Crawl-delay) is
+        blocked: a one-shot crawl does not stay open for it (one site answering 503 with
+        `Retry-After: 7200` held a crawl of three URLs open for 12 h). Unblocked when its
+        turn leases a URL."""
+        wait_s = ready_at - self._clock.now()
+        if wait_s > self.limits.max_site_wait_s and wait_s > state.clock.gap_s(
+            self._sites.clock_policy
+        ):
+            self.blocked.add(state.site)
 
     def hold_site(self, site: str) -> bool:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
@@ -140,7 +144,7 @@ class RunState:
         ready_at = self.ready_at(state)
         if not state.paused:
             self.blocked.discard(state.site)
-            self.note_wait_until(state.site, ready_at)
+            self.note_wait_until(state, ready_at)
         self._frontier.move_site(state.site, ready_at)  # not while held
 
     def wake(self, state: SiteState, item: CrawlUrl) -> None:
