@@ -100,6 +100,8 @@ class RunState:
         blocked: a one-shot crawl does not stay open for it (one site answering 503 with
         `Retry-After: 7200` held a crawl of three URLs open for 12 h). Unblocked when its
         turn leases a URL."""
+        if self.limits.continuous:
+            return  # it waits for every site
         wait_s = ready_at - self._clock.now()
         if wait_s > self.limits.max_site_wait_s and wait_s > state.clock.gap_s(
             self._sites.clock_policy
