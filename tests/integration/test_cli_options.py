@@ -76,11 +76,16 @@ def test_issue_14_host_prints_the_host_record_and_internals_only_with_debug(
 
 def test_issue_14_summary_says_what_the_queued_urls_wait_for() -> None:
     out = io.StringIO()
-    print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 7), out)
+    waiting = {"robots.txt": (2, 5), "a backoff or Retry-After": (1, 1)}
+    print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 7, waiting_left=waiting), out)
     first = out.getvalue().splitlines()[0]
-    # A crawl that ran out of work leaves only URLs whose site's robots.txt was unreachable
-    # (RunState.is_finished); one stopped by a limit leaves them for the next run.
-    assert "URLs left in queue 7 (their sites wait for robots.txt" in first
+    # A crawl that ran out of work leaves only URLs of sites that wait (RunState.blocked);
+    # one stopped by a limit leaves the rest too. Each says what for, and the next run
+    # takes them up.
+    assert first.endswith(
+        "URLs left in queue 7 (5 waiting for robots.txt on 2 sites, 1 waiting for a backoff"
+        " or Retry-After on 1 site, 1 not reached before the stop; the next run takes them up)"
+    )
     out = io.StringIO()
     print_summary(CrawlSummary(CrawlStats(), {}, 2.0, 3, 0), out)
     assert "URLs left in queue 0\n" in out.getvalue()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tests.loop.virtual_clock import VirtualClock
 
     from trawl.config import Settings
+    from trawl.loop.context import CrawlContext
 
 
 async def crawl_on(
@@ -31,8 +32,9 @@ async def crawl_on(
     fetcher: ScriptedFetcher,
     seeds: Sequence[str],
     **parts: Any,
-) -> None:
-    """Crawl `seeds` with settings `s`; `parts` go to build_context (a store to test)."""
+) -> CrawlContext:
+    """Crawl `seeds` with settings `s`; `parts` go to build_context (a store to test). The
+    context, closed, for what the run left in memory."""
     rules = normalise_rules(s)
     pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
     ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool, **parts)
@@ -41,3 +43,4 @@ async def crawl_on(
         await Crawler(ctx, watch_lag=False).run()
     finally:
         await ctx.durability.close()
+    return ctx

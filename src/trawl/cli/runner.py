@@ -7,7 +7,7 @@ dispatcher: that is what keeps the command modules out of an import circle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from trawl.frontier.containment import ContainReason
@@ -39,6 +39,8 @@ class CrawlSummary:
     workers_replaced: int = 0  # worker pools started afresh after a worker died (issue 13)
     scope: str = ""  # the scope in force (ScopeBook.summary)
     skips: dict[str, int] | None = None  # URLs not queued, by reason, over the whole crawl
+    # Of `queued_left`, those whose site waits, by what for: (sites, URLs) (RunState).
+    waiting_left: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 async def run_crawl(
@@ -106,6 +108,7 @@ async def run_crawl(
             ctx.cpu_pool.stats().replaced,
             ctx.scope.summary(),
             ctx.scope.skips.counts(),
+            ctx.run.waiting_left(),
         )
 
 
@@ -127,11 +130,23 @@ def run_async(main: Coroutine[Any, Any, T], *, freeze_survivors: bool = True) ->
 
 
 _CONTAIN_REASONS = tuple(reason.value for reason in ContainReason)
-# What a crawl leaves queued: when it runs out of work, only URLs of sites whose robots.txt
-# is unreachable, over their daily cap, trickling as traps or asking for a wait longer than
-# crawl.max_site_wait_s (RunState.is_finished); when a limit or a signal stops it, whatever
-# was next.
-_QUEUE_LEFT_WHY = " (their sites wait for robots.txt, a daily cap, a long backoff or the next run)"
+
+
+def queue_left_line(queued_left: int, waiting: dict[str, tuple[int, int]]) -> str:
+    """What a crawl leaves queued, and why. When it runs out of work, only URLs of sites
+    that wait (an unreachable robots.txt, a daily cap, a trap site's trickle, a pause, a
+    wait longer than crawl.max_site_wait_s: RunState.is_finished); when a limit or a signal
+    stops it, whatever was next too."""
+    if not queued_left:
+        return "URLs left in queue 0"
+    parts = [
+        f"{urls} waiting for {reason} on {sites} site{'' if sites == 1 else 's'}"
+        for reason, (sites, urls) in sorted(waiting.items(), key=lambda kv: -kv[1][1])
+    ]
+    not_reached = queued_left - sum(urls for _, urls in waiting.values())
+    if not_reached > 0:
+        parts.append(f"{not_reached} not reached before the stop")
+    return f"URLs left in queue {queued_left} ({', '.join(parts)}; the next run takes them up)"
 
 
 def print_summary(s: CrawlSummary, out: TextIO) -> None:
@@ -142,8 +157,8 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
     out.write(
         f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
         f"robots.txt {st.robots_fetches}, sites {s.sites}, "
-        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, URLs left in queue {s.queued_left}"
-        f"{_QUEUE_LEFT_WHY if s.queued_left else ''}\n"
+        f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, "
+        f"{queue_left_line(s.queued_left, s.waiting_left)}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "
         f"skipped {dict(sorted(st.skipped.items()))}  retries {dict(sorted(st.retries.items()))}"
         f"  traps {dict(sorted(s.traps.items()))}\n"

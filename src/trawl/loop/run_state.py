@@ -21,6 +21,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from trawl.model import Line
+from trawl.politeness.robots import RobotsStatus
 
 if TYPE_CHECKING:
     from trawl.clock import Clock
@@ -194,6 +195,31 @@ class RunState:
             return False
         waiting = sum(self._frontier.queued_for(site) for site in self.blocked)
         return self._frontier.queued() == waiting
+
+    def waiting_left(self) -> dict[str, tuple[int, int]]:
+        """What the blocked sites' queued URLs wait for, as (sites, URLs) by reason, for the
+        crawl's summary: a user told only "URLs left in queue 60" cannot tell a site that
+        asked for two hours' rest from one whose robots.txt is down."""
+        now = self._clock.now()
+        left: dict[str, tuple[int, int]] = {}
+        for site in self.blocked:
+            urls = self._frontier.queued_for(site)
+            if urls:
+                reason = self._why_blocked(self._sites.state(site), now)
+                sites, total = left.get(reason, (0, 0))
+                left[reason] = (sites + 1, total + urls)
+        return left
+
+    def _why_blocked(self, state: SiteState, now: float) -> str:
+        if state.paused:
+            return "a pause"
+        if state.containment.resting:
+            return "a trap site's trickle"
+        if state.pages_on(now) >= state.daily_cap(self._sites.trap_policy):
+            return "the daily cap"
+        if any(rules.status is RobotsStatus.UNREACHABLE for rules in state.robots.values()):
+            return "robots.txt"
+        return "a backoff or Retry-After"
 
     def request_stop(self) -> None:
         """Stop handing out work; turns in flight finish (limits, the end of a crawl)."""
