@@ -54,8 +54,13 @@ class SiteRequests:
         now = ctx.clock.now()
         if not state.clock.is_ready(now):
             ctx.stats.note_wait("site_clock", state.clock.next_allowed_at - now)
-            if site not in ctx.run.blocked and self._holds_a_blocked_wait(state, line, now):
-                ctx.run.blocked.add(site)
+            run = ctx.run
+            if (
+                not run.limits.continuous  # which waits for every site
+                and site not in run.blocked
+                and self._holds_a_blocked_wait(state, line, now)
+            ):
+                run.blocked.add(site)
             return None  # released at its clock's time
         if state.paused:
             ctx.stats.note_wait("paused", 0.0)
