@@ -15,7 +15,7 @@ from trawl.wiring.embedded import build_context, normalise_rules
 from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from tests.fakes.fetcher import ScriptedFetcher
@@ -31,12 +31,15 @@ async def crawl_on(
     clock: VirtualClock,
     fetcher: ScriptedFetcher,
     seeds: Sequence[str],
+    *,
+    pool_type: Callable[[Callable[[], Any]], WorkerPool] = WorkerPool,
     **parts: Any,
 ) -> CrawlContext:
-    """Crawl `seeds` with settings `s`; `parts` go to build_context (a store to test). The
-    context, closed, for what the run left in memory."""
+    """Crawl `seeds` with settings `s`; `pool_type` makes the page workers' pool from a
+    thread pool factory, `parts` go to build_context (a store to test). The context,
+    closed, for what the run left in memory."""
     rules = normalise_rules(s)
-    pool = WorkerPool(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
+    pool = pool_type(lambda: clock.executor(2, initializer=init_worker, initargs=(rules,)))
     ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool, **parts)
     try:
         add_seeds(ctx, seed_scopes(s, normalise_seeds([(u, "seed") for u in seeds], rules), rules))

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from tests.fakes.fetcher import Answer, ScriptedFetcher
+from tests.loop.one_crawl import crawl_on
 from tests.loop.test_crawl_loop import HOSTS, SEEDS, robots, settings, web
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.config import with_overrides
-from trawl.loop.crawler import Crawler
 from trawl.loop.renders import Rendering, Renders
 from trawl.loop.workers import WorkerCrashed, WorkerPool
 from trawl.model import PageRecord
@@ -46,7 +46,6 @@ from trawl.store.sqlite_db import open_database
 from trawl.store.warc_record import StoredBody
 from trawl.urls.normalise import url_hash
 from trawl.wiring.embedded import build_context, normalise_rules
-from trawl.wiring.seeds import add_seeds, normalise_seeds, seed_scopes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -95,20 +94,9 @@ def hostile_web() -> dict[str, Answer | list[Answer]]:
 
 
 async def crawl(data_dir: Path, clock: VirtualClock, crash: bool) -> ScriptedFetcher:
-    s = settings()
-    rules = normalise_rules(s)
     fetcher = ScriptedFetcher(hostile_web(), clock=clock, hosts=HOSTS, default_ip=None)
-
-    def start() -> Any:
-        return clock.executor(2, initializer=init_worker, initargs=(rules,))
-
-    pool = CrashingPool(start) if crash else WorkerPool(start)
-    ctx = build_context(s, data_dir, clock, fetcher=fetcher, cpu_pool=pool)
-    try:
-        add_seeds(ctx, seed_scopes(s, normalise_seeds([(u, "seed") for u in SEEDS], rules), rules))
-        await Crawler(ctx, watch_lag=False).run()
-    finally:
-        await ctx.durability.close()
+    pool_type = CrashingPool if crash else WorkerPool
+    await crawl_on(settings(), data_dir, clock, fetcher, SEEDS, pool_type=pool_type)
     return fetcher
 
 
