@@ -110,7 +110,7 @@ class SiteRequests:
         directory, whose blocked set this run does not have. Without this, a one-shot rerun
         sat idle until the retry time, or the next UTC day (`trawl demo` run thrice)."""
         ctx = self.ctx
-        if state.pages_on(now) >= state.daily_cap(ctx.policy.traps):
+        if state.is_over_daily_cap(now, ctx.policy.traps):
             return True
         queued = ctx.frontier.head(state.site, line, now)
         if queued is None:
@@ -173,7 +173,7 @@ class SiteRequests:
     def _over_daily_cap(self, state: SiteState, now: float) -> bool:
         """A site over its daily page cap rests until the next UTC day; its URLs stay queued."""
         ctx = self.ctx
-        if state.pages_on(now) < state.daily_cap(ctx.policy.traps):
+        if not state.is_over_daily_cap(now, ctx.policy.traps):
             return False
         ctx.traps.count(TrapReason.DAILY_CAP)
         state.clock.hold_until((now // 86400 + 1) * 86400)

@@ -215,7 +215,7 @@ class RunState:
             return "a pause"
         if state.containment.resting:
             return "a trap site's trickle"
-        if state.pages_on(now) >= state.daily_cap(self._sites.trap_policy):
+        if state.is_over_daily_cap(now, self._sites.trap_policy):
             return "the daily cap"
         if any(rules.status is RobotsStatus.UNREACHABLE for rules in state.robots.values()):
             return "robots.txt"

@@ -57,6 +57,10 @@ class SiteState:
             return self.limits.max_pages_per_day
         return self.traps.daily_cap(policy)
 
+    def is_over_daily_cap(self, now: float, policy: TrapPolicy) -> bool:
+        """Has the site had today's pages (`daily_cap`) by `now`?"""
+        return self.pages_on(now) >= self.daily_cap(policy)
+
     def note_content(self, *, is_copy: bool) -> None:
         if is_copy:
             self.copies += 1
