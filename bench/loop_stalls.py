@@ -59,6 +59,16 @@ def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]
         for st in longest:
             where = "; ".join(f"{n}x {w}" for w, n in st[6])  # type: ignore[attr-defined]
             out.append(f"  {float(str(st[0])):7.1f} {float(str(st[1])):6.0f}  {where}")
+            if len(st) > 8:
+                busy = "; ".join(f"{n}x {w}" for w, n in st[7])  # type: ignore[attr-defined]
+                gcs = ", ".join(f"gen{g} {ms} ms" for g, ms in st[8])  # type: ignore[attr-defined]
+                out.append(
+                    f"          other threads busy: {busy or '-'}; collections: {gcs or '-'}"
+                )
+    kernel = record.get("kernel", [])
+    if kernel:
+        out.append("the main thread in the kernel (state, wait channel) at the samples:")
+        out += [f"  {n:5d}  {where}" for where, n in kernel[:top]]
     others = [(w, n) for w, n in record["others"] if not str(w).startswith(IDLE)]
     if others:
         out.append("other threads' samples during stalls (idle waits left out):")

@@ -7,7 +7,9 @@ is stalled, and the thread samples every thread's stack: the main thread's under
 innermost frame and trawl's frames, the others' under their innermost frame. Per stall it
 keeps when it began, how far overdue the tick got, its samples, its wall time, and the CPU
 time the main thread and the whole process spent in it: a stall whose main thread was
-mostly off CPU was preemption or a lock, not work. Written as one JSON line to
+mostly off CPU was preemption or a lock, not work; which other threads were busy in it
+(their commonest frames); and the garbage collections that ran during it (a collection
+holds the GIL in C, where a sample cannot see it). Written as one JSON line to
 $LOOP_STALLS_OUT at exit.
 """
 
@@ -17,6 +19,7 @@ from bench.probe_target import is_crawl
 
 if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     import atexit
+    import gc
     import json
     import sys
     import threading
@@ -26,12 +29,32 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     STALL_MS = float(os.environ.get("LOOP_STALLS_MS", "40"))
     _tick_ms = [20.0]  # loop.lag.TICK_S, read when patched
     _main = threading.main_thread().ident or 0
+    _task = f"/proc/self/task/{threading.main_thread().native_id}/"
+    _kernel: Counter[str] = Counter()  # the main thread's state and wait channel, per sample
+    # The current stall's samples: main thread, other threads, kernel state. Added to the
+    # totals when the stall ends, so the crawl's shutdown (the lag watch stops ticking while
+    # the loop still runs) is left out.
+    _pending: tuple[Counter[str], Counter[str], Counter[str]] = (Counter(), Counter(), Counter())
     _last = [0.0]
     _samples: Counter[str] = Counter()
     _others: Counter[str] = Counter()
     # (start s since the first tick, most overdue ms, samples, wall ms, main CPU ms, process CPU
     # ms, the main thread's 3 commonest trawl stacks in it)
-    _stalls: list[tuple[float, float, int, float, float, float, list[tuple[str, int]]]] = []
+    # ..., then the other threads' 3 commonest busy frames, the collections (generation, ms)
+    _stalls: list[tuple[object, ...]] = []
+    # Garbage collections: (start, end) by perf_counter, generation; the last 64 are kept.
+    _collections: list[tuple[float, float, int]] = []
+    _gc_start = [0.0]
+    _IDLE = ("_worker (thread.py:", "wait (threading.py:", "select (selectors.py:")
+
+    def _on_gc(phase: str, info: dict) -> None:  # type: ignore[type-arg]
+        if phase == "start":
+            _gc_start[0] = time.perf_counter()
+        else:
+            _collections.append((_gc_start[0], time.perf_counter(), info["generation"]))
+            del _collections[:-64]
+
+    gc.callbacks.insert(0, _on_gc)
 
     def _patch() -> None:
         from trawl.loop import lag
@@ -58,19 +81,39 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             frame = frame.f_back
         return f"{inner} | " + " < ".join(names)
 
-    def _sample() -> str:
+    def _kernel_state() -> str:
+        """The main thread's scheduler state (R running, S sleeping, D in I/O) and the
+        kernel function it waits in: a futex is the GIL (or a lock), not the disk."""
+        try:
+            with open(_task + "stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+            with open(_task + "wchan") as f:
+                return f"{state} {f.read().strip() or '-'}"
+        except OSError:
+            return "?"
+
+    def _sample(busy: Counter[str]) -> str:
         """Count every thread's stack; the main thread's trawl frames, innermost first."""
+        _pending[2][_kernel_state()] += 1
         frames = sys._current_frames()
         me = threading.get_ident()
         main = ""
         for ident, frame in frames.items():
             if ident == _main:
                 where = _where(frame)
-                _samples[where] += 1
+                _pending[0][where] += 1
                 main = where.partition(" | ")[2] or where
             elif ident != me:
-                _others[_where(frame)] += 1
+                where = _where(frame)
+                _pending[1][where] += 1
+                if not where.startswith(_IDLE):
+                    busy[where.partition(" | ")[2] or where.partition(" | ")[0]] += 1
         return main
+
+    def _collections_in(t0: float, t1: float) -> list[tuple[int, float]]:
+        return [
+            (g, round((e - s) * 1000, 1)) for s, e, g in list(_collections) if e > t0 and s < t1
+        ]
 
     def _watch() -> None:
         main_clock = time.pthread_getcpuclockid(_main)
@@ -84,11 +127,15 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             t0 = t0 or last
             overdue = (time.perf_counter() - last) * 1000 - _tick_ms[0]
             if overdue > STALL_MS:
-                main = _sample()
                 if stall is None:
+                    for part in _pending:
+                        part.clear()
                     cpu = time.clock_gettime(main_clock)
                     stall = [last - t0, 0.0, 0, time.perf_counter(), cpu, time.process_time()]
                     stall_where: Counter[str] = Counter()
+                    stall_busy: Counter[str] = Counter()
+                    began = last
+                main = _sample(stall_busy)
                 stall[1] = overdue
                 stall[2] += 1
                 stall_where[main] += 1
@@ -99,7 +146,12 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
                 start, most, n = stall[:3]
                 _stalls.append((round(start, 2), round(most, 1), int(n), round(wall, 1),
                                 round(main_cpu, 1), round(cpu, 1),
-                                stall_where.most_common(3)))  # fmt: skip
+                                stall_where.most_common(3), stall_busy.most_common(3),
+                                _collections_in(began, time.perf_counter()),
+                                _pending[2].most_common(3)))  # fmt: skip
+                for total, part in zip((_samples, _others, _kernel), _pending, strict=True):
+                    total.update(part)
+                    part.clear()
                 stall = None
 
     def _dump() -> None:
@@ -107,6 +159,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             "stalls": _stalls,
             "samples": _samples.most_common(80),
             "others": _others.most_common(40),
+            "kernel": _kernel.most_common(20),
         }
         with open(os.environ["LOOP_STALLS_OUT"], "a") as f:
             f.write(json.dumps(record) + "\n")
