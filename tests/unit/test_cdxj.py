@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
+from typing import TYPE_CHECKING
 
 import pytest
 
-from trawl.store.cdxj import cdx_entry, cdx_line, surt_key
+from trawl.store.cdxj import cdx_entry, cdx_line, surt_key, write_index
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Expected keys are what surt 0.3.1 (`surt.surt`, pywb 2.10's canonicaliser) prints for
 # each URL; tests/e2e/test_warc_replay.py checks a whole crawl against pywb's indexer.
@@ -66,3 +71,15 @@ def test_issue_14_revisit_line_has_no_status_and_no_type_is_unk() -> None:
         url="http://ex.com/", warc_date=date, http_head=moved, digest="X", revisit=False
     )
     assert (bare.mime, bare.status) == ("unk", "301")
+
+
+@pytest.mark.parametrize("n", [0, 1, 999, 1000, 1001, 2500])
+def test_issue_17_index_written_in_parts_is_every_line_sorted(tmp_path: Path, n: int) -> None:
+    """The index is written a part at a time (the GIL held in short stretches); the file
+    is still each line once, in sorted order, across the parts' seams."""
+    rng = random.Random(n)
+    lines = [f"com,site{rng.randrange(50)})/p{rng.randrange(10**6)} 2026 {{}}" for _ in range(n)]
+    path = tmp_path / "x.cdxj"
+    write_index(path, lines)
+    assert path.read_bytes() == "".join(f"{line}\n" for line in sorted(lines)).encode()
+    assert not list(tmp_path.glob("*.tmp"))
