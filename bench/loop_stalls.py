@@ -65,6 +65,22 @@ def summarise(record: dict[str, list[list[object]]], top: int = 15) -> list[str]
                 out.append(
                     f"          other threads busy: {busy or '-'}; collections: {gcs or '-'}"
                 )
+    blkio = record.get("main_blkio_ms")
+    out.append(
+        "the main thread blocked on disk I/O over the whole run: "
+        + ("unknown (sysctl kernel.task_delayacct=1 to count it)" if blkio is None
+           else f"{blkio:.0f} ms")
+    )  # fmt: skip
+    ticking = record.get("main_blkio_ticking")
+    if ticking:
+        out.append(
+            f"  of it while the crawl loop ticked (start-up and shutdown left out):"
+            f" {ticking[1]:.0f} ms in {ticking[0]:.0f} s"
+        )
+    waits = record.get("disk_waits", [])
+    if waits:
+        out.append("the main thread in disk I/O (state D) at the watchdog's 5 ms looks, whole run:")
+        out += [f"  {n:5d}  {where}" for where, n in waits[:top]]
     kernel = record.get("kernel", [])
     if kernel:
         out.append("the main thread in the kernel (state, wait channel) at the samples:")

@@ -34,6 +34,8 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     # The current stall's samples: main thread, other threads, kernel state. Added to the
     # totals when the stall ends, so the crawl's shutdown (the lag watch stops ticking while
     # the loop still runs) is left out.
+    _disk_waits: Counter[str] = Counter()  # the main thread in state D: wchan | trawl frames
+    _blkio_trace: list[tuple[float, float | None]] = []  # (s since the first tick, blkio ms)
     _pending: tuple[Counter[str], Counter[str], Counter[str]] = (Counter(), Counter(), Counter())
     _last = [0.0]
     _samples: Counter[str] = Counter()
@@ -115,17 +117,37 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             (g, round((e - s) * 1000, 1)) for s, e, g in list(_collections) if e > t0 and s < t1
         ]
 
+    def _note_disk_wait() -> None:
+        """At every watchdog wake-up: if the main thread is in disk I/O (state D), where
+        in the kernel and in trawl. Counted over the whole run, stall or not."""
+        try:
+            with open(_task + "stat") as f:
+                if f.read().rpartition(")")[2].split()[0] != "D":
+                    return
+            with open(_task + "wchan") as f:
+                wchan = f.read().strip()
+        except OSError:
+            return
+        frame = sys._current_frames().get(_main)
+        _disk_waits[f"{wchan} | {_where(frame).partition(' | ')[2] if frame else '?'}"] += 1
+
     def _watch() -> None:
         main_clock = time.pthread_getcpuclockid(_main)
         t0 = 0.0
         stall: list[float] | None = None  # start, overdue, samples, wall t0, main CPU, CPU
+        next_io = 0.0
         while True:
             time.sleep(0.005)
             last = _last[0]
             if not last:
                 continue
             t0 = t0 or last
-            overdue = (time.perf_counter() - last) * 1000 - _tick_ms[0]
+            now = time.perf_counter()
+            overdue = (now - last) * 1000 - _tick_ms[0]
+            _note_disk_wait()
+            if now >= next_io and overdue <= STALL_MS:  # once a second while the loop ticks
+                next_io = now + 1.0
+                _blkio_trace.append((now - t0, _blkio_ms(_task + "stat")))
             if overdue > STALL_MS:
                 if stall is None:
                     for part in _pending:
@@ -154,12 +176,34 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
                     part.clear()
                 stall = None
 
+    def _blkio_ms(stat_path: str) -> float | None:
+        """A thread's time blocked on disk I/O so far (delay accounting: field 42 of its
+        stat, clock ticks), None while `kernel.task_delayacct` is off."""
+        try:
+            with open("/proc/sys/kernel/task_delayacct") as f:
+                if f.read().strip() != "1":
+                    return None
+            with open(stat_path) as f:
+                ticks = int(f.read().rpartition(")")[2].split()[39])
+        except (OSError, IndexError, ValueError):
+            return None
+        return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
     def _dump() -> None:
+        ticking = [(t, ms) for t, ms in _blkio_trace if ms is not None]
         record = {
+            "main_blkio_ms": _blkio_ms(_task + "stat"),
+            # from the first to the last second the loop ticked: start-up and shutdown left out
+            "main_blkio_ticking": (
+                [round(ticking[-1][0] - ticking[0][0], 1), ticking[-1][1] - ticking[0][1]]
+                if len(ticking) > 1
+                else None
+            ),
             "stalls": _stalls,
             "samples": _samples.most_common(80),
             "others": _others.most_common(40),
             "kernel": _kernel.most_common(20),
+            "disk_waits": _disk_waits.most_common(20),
         }
         with open(os.environ["LOOP_STALLS_OUT"], "a") as f:
             f.write(json.dumps(record) + "\n")
