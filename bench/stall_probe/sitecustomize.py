@@ -9,7 +9,9 @@ keeps when it began, how far overdue the tick got, its samples, its wall time, a
 time the main thread and the whole process spent in it: a stall whose main thread was
 mostly off CPU was preemption or a lock, not work; which other threads were busy in it
 (their commonest frames); and the garbage collections that ran during it (a collection
-holds the GIL in C, where a sample cannot see it). Written as one JSON line to
+holds the GIL in C, where a sample cannot see it). Over the whole run it also counts
+where the main thread was whenever a look found it in disk I/O (state D), and its block-I/O
+delay by delay accounting (`sysctl kernel.task_delayacct=1`). Written as one JSON line to
 $LOOP_STALLS_OUT at exit.
 """
 
@@ -31,11 +33,11 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     _main = threading.main_thread().ident or 0
     _task = f"/proc/self/task/{threading.main_thread().native_id}/"
     _kernel: Counter[str] = Counter()  # the main thread's state and wait channel, per sample
+    _disk_waits: Counter[str] = Counter()  # the main thread in state D: wchan | trawl frames
+    _blkio_trace: list[tuple[float, float | None]] = []  # (s since the first tick, blkio ms)
     # The current stall's samples: main thread, other threads, kernel state. Added to the
     # totals when the stall ends, so the crawl's shutdown (the lag watch stops ticking while
     # the loop still runs) is left out.
-    _disk_waits: Counter[str] = Counter()  # the main thread in state D: wchan | trawl frames
-    _blkio_trace: list[tuple[float, float | None]] = []  # (s since the first tick, blkio ms)
     _pending: tuple[Counter[str], Counter[str], Counter[str]] = (Counter(), Counter(), Counter())
     _last = [0.0]
     _samples: Counter[str] = Counter()
@@ -43,6 +45,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
     # (start s since the first tick, most overdue ms, samples, wall ms, main CPU ms, process CPU
     # ms, the main thread's 3 commonest trawl stacks in it)
     # ..., then the other threads' 3 commonest busy frames, the collections (generation, ms)
+    # and the main thread's 3 commonest kernel states
     _stalls: list[tuple[object, ...]] = []
     # Garbage collections: (start, end) by perf_counter, generation; the last 64 are kept.
     _collections: list[tuple[float, float, int]] = []

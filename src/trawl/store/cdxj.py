@@ -102,10 +102,10 @@ def write_index(path: Path, lines: Iterable[str]) -> None:
 
     Written a part at a time: a full WARC file's ~40,000 lines are sorted and written on
     the WARC writer's thread beside the crawl loop, and whatever that thread does holding
-    the GIL stalls the loop. One join and encode of all the lines held it for ~10 ms on
-    top of the sort's ~11; a part is ~0.1 ms, and each part's write lets go of the GIL
-    (`python -m bench.checkpoint_stall --part cdxj`: the loop thread's worst gap 21 → 12
-    ms, the sort's)."""
+    the GIL holds up the loop. All the lines in one join (a per-line generator, then one
+    encode of ~13 MB) kept the loop's thread waiting up to 21 ms; a part is one join and
+    encode of 1,000 lines, and each part's write lets go of the GIL: 12 ms now, the sort's
+    (`python -m bench.checkpoint_stall --part cdxj`)."""
     ordered = sorted(lines)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
@@ -116,7 +116,7 @@ def write_index(path: Path, lines: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
-_WRITE_PART_LINES = 1_000  # ~300 KB a part, ~0.1 ms of GIL held each
+_WRITE_PART_LINES = 1_000  # ~300 KB a part
 
 
 def surt_key(url: str) -> str:
