@@ -57,16 +57,61 @@ def _port_is_free(port: int) -> bool:
         return True
 
 
-def free_port(cluster: bool) -> int:
-    """A free loopback port; for a cluster node, one whose bus port is free too."""
+def free_port(cluster: bool, taken: frozenset[int] = frozenset()) -> int:
+    """A free loopback port; for a cluster node, one whose bus port is free too. Neither
+    is in `taken`: the ports and bus ports of the nodes picked before it."""
     while True:
         with socket.socket() as sock:
             sock.bind((HOST, 0))
             port = int(sock.getsockname()[1])
+        if port in taken:
+            continue
         if not cluster:
             return port
-        if port + CLUSTER_BUS_OFFSET < 65536 and _port_is_free(port + CLUSTER_BUS_OFFSET):
+        bus = port + CLUSTER_BUS_OFFSET
+        if bus < 65536 and bus not in taken and _port_is_free(bus):
             return port
+
+
+def free_ports(count: int, cluster: bool) -> list[int]:
+    """`count` free ports for the nodes of one server, none of them another's bus port:
+    a node picked a port that an earlier one needed as its bus port, and that one exited
+    with "bind: Address already in use" (a CI run's 6-node cluster, 2026-12-05)."""
+    ports: list[int] = []
+    taken: set[int] = set()
+    for _ in range(count):
+        port = free_port(cluster, frozenset(taken))
+        ports.append(port)
+        taken |= {port, port + CLUSTER_BUS_OFFSET}
+    return ports
+
+
+def _start_nodes(
+    workdir: Path, count: int, cluster: bool, node_timeout_ms: int = 5000
+) -> tuple[list[int], list[subprocess.Popen[bytes]]]:
+    """Start `count` nodes and wait for each to answer PING. A port picked free can still be
+    taken before redis binds it (by another test's server or client): a node that exits so
+    is started again on other ports, up to 5 times."""
+    ports = free_ports(count, cluster)
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(count):
+            for attempt in range(5):
+                process = _start_node(workdir, ports[i], cluster, node_timeout_ms)
+                try:
+                    _wait_until("PONG", ports[i], "PING", process=process)
+                    break
+                except RuntimeError:
+                    if process.poll() is None or attempt == 4:
+                        _stop([process])
+                        raise
+                taken = frozenset({p + d for p in ports for d in (0, CLUSTER_BUS_OFFSET)})
+                ports[i] = free_port(cluster, taken)
+            processes.append(process)
+    except BaseException:
+        _stop(processes)
+        raise
+    return ports, processes
 
 
 def _command(*args: str) -> bytes:
@@ -84,12 +129,19 @@ def ask(port: int, *args: str) -> str:
         return sock.recv(65536).decode(errors="replace")
 
 
-def _wait_until(check: str, port: int, *args: str) -> None:
+def _wait_until(
+    check: str, port: int, *args: str, process: subprocess.Popen[bytes] | None = None
+) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         with contextlib.suppress(OSError):
             if check in ask(port, *args):
                 return
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(
+                f"redis on {HOST}:{port} exited {process.returncode}"
+                f" (see redis-{port}.log in its directory)"
+            )
         if time.monotonic() > deadline:
             raise RuntimeError(
                 f"redis on {HOST}:{port}: no {check!r} after {START_TIMEOUT_S} s"
@@ -140,13 +192,8 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
 @contextlib.contextmanager
 def running_redis(workdir: Path, cluster: bool) -> Iterator[RedisServer]:
     """Start one node, or three clustered nodes, under `workdir`; stop them on exit."""
-    ports = [free_port(cluster) for _ in range(3 if cluster else 1)]
-    processes: list[subprocess.Popen[bytes]] = []
+    ports, processes = _start_nodes(workdir, 3 if cluster else 1, cluster)
     try:
-        for port in ports:
-            processes.append(_start_node(workdir, port, cluster))
-        for port in ports:
-            _wait_until("PONG", port, "PING")
         if cluster:
             _create_cluster(ports)
         yield RedisServer(f"redis://{HOST}:{ports[0]}/0", cluster, tuple(ports))
@@ -194,12 +241,20 @@ class ReplicatedCluster:
         raise RuntimeError(f"no primary serves slot {slot} of {key!r}")
 
     def wait_replicated(self) -> None:
-        """Wait until each primary has its replica connected and in sync."""
-        primaries = self.primary_ports()
-        for port in primaries:
-            _wait_until("connected_slaves:1", port, "INFO", "replication")
-        for port in set(self.live_ports()) - set(primaries):
-            _wait_until("master_link_status:up", port, "INFO", "replication")
+        """Wait until each primary has its replica connected and in sync, by each node's own
+        account: another node's CLUSTER NODES can still show a new replica as a primary
+        (gossip), and waiting for that one to gain a replica of its own timed out."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            with contextlib.suppress(OSError):
+                roles = [ask(port, "INFO", "replication") for port in self.live_ports()]
+                primaries = sum("role:master" in r and "connected_slaves:1" in r for r in roles)
+                replicas = sum("role:slave" in r and "master_link_status:up" in r for r in roles)
+                if primaries == replicas == len(roles) // 2:
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self!r}: not 3 primaries with a replica each in time")
+            time.sleep(0.05)
 
     def kill_primary(self, port: int) -> None:
         """SIGKILL the primary on `port`: no shutdown, no last replication."""
@@ -237,14 +292,10 @@ def _row_port(row: list[str]) -> int:
 def running_replicated_cluster(workdir: Path) -> Iterator[ReplicatedCluster]:
     """Start 6 clustered nodes (3 primaries, 3 replicas, a short node timeout) under
     `workdir`; stop the ones still running on exit."""
-    ports = [free_port(cluster=True) for _ in range(6)]
-    processes: list[subprocess.Popen[bytes]] = []
+    ports, processes = _start_nodes(
+        workdir, 6, cluster=True, node_timeout_ms=ReplicatedCluster.NODE_TIMEOUT_MS
+    )
     try:
-        for port in ports:
-            timeout_ms = ReplicatedCluster.NODE_TIMEOUT_MS
-            processes.append(_start_node(workdir, port, True, node_timeout_ms=timeout_ms))
-        for port in ports:
-            _wait_until("PONG", port, "PING")
         _create_cluster(ports, replicas=1)
         cluster = ReplicatedCluster(ports, processes)
         cluster.wait_replicated()
