@@ -97,9 +97,9 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
         except OSError:
             return "?"
 
-    def _sample(busy: Counter[str]) -> str:
+    def _sample(busy: Counter[str], kernel_state: str) -> str:
         """Count every thread's stack; the main thread's trawl frames, innermost first."""
-        _pending[2][_kernel_state()] += 1
+        _pending[2][kernel_state] += 1
         frames = sys._current_frames()
         me = threading.get_ident()
         main = ""
@@ -120,16 +120,11 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             (g, round((e - s) * 1000, 1)) for s, e, g in list(_collections) if e > t0 and s < t1
         ]
 
-    def _note_disk_wait() -> None:
+    def _note_disk_wait(kernel_state: str) -> None:
         """At every watchdog wake-up: if the main thread is in disk I/O (state D), where
         in the kernel and in trawl. Counted over the whole run, stall or not."""
-        try:
-            with open(_task + "stat") as f:
-                if f.read().rpartition(")")[2].split()[0] != "D":
-                    return
-            with open(_task + "wchan") as f:
-                wchan = f.read().strip()
-        except OSError:
+        state, _, wchan = kernel_state.partition(" ")
+        if state != "D":
             return
         frame = sys._current_frames().get(_main)
         _disk_waits[f"{wchan} | {_where(frame).partition(' | ')[2] if frame else '?'}"] += 1
@@ -147,7 +142,8 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
             t0 = t0 or last
             now = time.perf_counter()
             overdue = (now - last) * 1000 - _tick_ms[0]
-            _note_disk_wait()
+            kernel_state = _kernel_state()  # one read a wake-up, for both uses below
+            _note_disk_wait(kernel_state)
             if now >= next_io and overdue <= STALL_MS:  # once a second while the loop ticks
                 next_io = now + 1.0
                 _blkio_trace.append((now - t0, _blkio_ms(_task + "stat")))
@@ -160,7 +156,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
                     stall_where: Counter[str] = Counter()
                     stall_busy: Counter[str] = Counter()
                     began = last
-                main = _sample(stall_busy)
+                main = _sample(stall_busy, kernel_state)
                 stall[1] = overdue
                 stall[2] += 1
                 stall_where[main] += 1

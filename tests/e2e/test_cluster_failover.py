@@ -21,6 +21,7 @@ from tests.e2e.test_cluster_crawl import (
 )
 
 from trawl.cluster.partitions import assign, owned_by, partition_of
+from trawl.config import PolitenessSettings
 from trawl.testweb.process import TestWebProcess
 from trawl.urls.registered_domain import registered_domain
 
@@ -37,7 +38,8 @@ PARTITIONS = 1024
 DEFAULT_TIMING = "[node]\ncheckpoint_interval_s = 5.0\n"
 FAILOVER_S = 10.0
 HANDOVER_S = 3.0
-SLOW_FACTOR = 10.0  # crawl.slow_factor's default: a gap is 10x the site's last response time
+# A gap is this many times the site's last response time (politeness.slow_factor's default).
+SLOW_FACTOR = PolitenessSettings().slow_factor
 
 
 def restart_gaps(cluster: Cluster, sites: set[str]) -> dict[str, float]:

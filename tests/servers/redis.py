@@ -73,16 +73,18 @@ def free_port(cluster: bool, taken: frozenset[int] = frozenset()) -> int:
             return port
 
 
+def _with_buses(ports: list[int]) -> frozenset[int]:
+    """The ports and the cluster bus ports of nodes on `ports`: none free for another."""
+    return frozenset(p + d for p in ports for d in (0, CLUSTER_BUS_OFFSET))
+
+
 def free_ports(count: int, cluster: bool) -> list[int]:
     """`count` free ports for the nodes of one server, none of them another's bus port:
     a node picked a port that an earlier one needed as its bus port, and that one exited
     with "bind: Address already in use" (a CI run's 6-node cluster, 2026-12-05)."""
     ports: list[int] = []
-    taken: set[int] = set()
     for _ in range(count):
-        port = free_port(cluster, frozenset(taken))
-        ports.append(port)
-        taken |= {port, port + CLUSTER_BUS_OFFSET}
+        ports.append(free_port(cluster, _with_buses(ports)))
     return ports
 
 
@@ -105,8 +107,7 @@ def _start_nodes(
                     if process.poll() is None or attempt == 4:
                         _stop([process])
                         raise
-                taken = frozenset({p + d for p in ports for d in (0, CLUSTER_BUS_OFFSET)})
-                ports[i] = free_port(cluster, taken)
+                ports[i] = free_port(cluster, _with_buses(ports))
             processes.append(process)
     except BaseException:
         _stop(processes)
