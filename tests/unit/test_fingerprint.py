@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trawl.parse import fingerprint
 from trawl.parse.fingerprint import (
     MIN_PROSE_TOKENS,
     format_simhash,
@@ -406,3 +407,39 @@ def test_simhash_of_text_sampled_and_repeated_words_match_the_plain_majority() -
     repeated = "the the the the the the the the the the cat sat sat on the mat " * 20
     for text in (many, repeated, many[:2000] + " " + repeated):
         assert simhash_of_text(text) == _reference_simhash(text)
+
+
+def _seconds_per_call(text: str, calls: int = 50) -> float:
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            simhash_of_text(text)
+        best = min(best, time.perf_counter() - start)
+    return best / calls
+
+
+def test_a_full_token_cache_costs_a_page_no_more_than_an_empty_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A real web's vocabulary fills a worker's token cache (50,000 tokens) within a few
+    # thousand pages. Each page's lookups must cost what the page's own tokens cost: a set
+    # difference against the cache's keys once walked all of them, ~20x this text's cost.
+    text = " ".join(random.Random(5).choice(_VOCABULARY) for _ in range(500))
+    monkeypatch.setattr(fingerprint, "_lanes_cache", {})
+    answer = simhash_of_text(text)
+    alone = _seconds_per_call(text)
+    fingerprint._lanes_cache.update((f"other{i}", i) for i in range(49_000))
+    assert simhash_of_text(text) == answer
+    assert _seconds_per_call(text) < 3 * alone
+
+
+def test_answers_do_not_depend_on_the_token_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [" ".join(random.Random(seed).choices(_VOCABULARY, k=400)) for seed in range(30)]
+    monkeypatch.setattr(fingerprint, "_lanes_cache", {})
+    cold = [simhash_of_text(text) for text in texts]
+    assert [simhash_of_text(text) for text in texts] == cold  # every token cached
+    monkeypatch.setattr(fingerprint, "_CACHE_LIMIT", 500)  # emptied again and again
+    fingerprint._lanes_cache.clear()
+    assert [simhash_of_text(text) for text in texts] == cold
+    assert [_reference_simhash(text) for text in texts] == cold
