@@ -6,8 +6,9 @@ Run: python -m bench.fetch_bench [--base SRC] [--rounds 5] [--pages 3000]
 `fetch`: a real fetcher (`--fetcher`: Http1Fetcher, the crawl's and the default, or
 AiohttpFetcher, the reference adapter, which a `--base` tree older than Http1Fetcher needs)
 fetches ~100 KB pages from a raw asyncio HTTP server on 127.0.0.1 (a process of its own,
-so its CPU is not counted), as the loop does: resolve the host (names mapped as
---hosts-file maps the bench web), then fetch with that IP and an on_sent callback,
+so its CPU is not counted; with `--gzip` it sends them gzipped, as most of the web does,
+and the fetch includes inflating them), as the loop does: resolve the host (names mapped
+as --hosts-file maps the bench web), then fetch with that IP and an on_sent callback,
 `--concurrency` at a time over `--hosts` names. `--compare-fetchers` runs both fetchers of
 this tree, alternating round by round against the same server, and prints the ratio.
 `handoff`: BatchedWorkers on a WorkerPool of 2 processes; each page is a PageInput with a
@@ -26,9 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -45,9 +48,18 @@ LINKS = 50
 WORKER_S = 0.003  # a worker's time on one page in the crawl (bench/RESULTS.md profile)
 
 
-def _page() -> bytes:
-    row = b'<p>the of and to in is for on <a href="/section/x/">news</a> market world</p>\n'
+def _page(prose: bool = False) -> bytes:
+    """~100 KB of HTML; with `prose`, the test web's paragraphs, which gzip like a real page
+    (~4x; the repeated row gzips ~200x, and inflating it costs next to nothing)."""
     body = b"<!doctype html><html><head><title>t</title></head><body>\n"
+    if prose:
+        from trawl.testweb.text import paragraph
+
+        rng = random.Random(1)
+        while len(body) < PAGE_BYTES - 100:
+            body += b'<p>%s <a href="/section/x/">news</a></p>\n' % paragraph(rng).encode()
+        return body + b"</body></html>\n"
+    row = b'<p>the of and to in is for on <a href="/section/x/">news</a> market world</p>\n'
     body += row * ((PAGE_BYTES - len(body)) // len(row))
     return body + b"</body></html>\n"
 
@@ -72,11 +84,12 @@ class _Http(asyncio.Protocol):
             self.transport.write(self.response)
 
 
-async def _serve() -> None:
-    page = _page()
+async def _serve(gzipped: bool) -> None:
+    page = gzip.compress(_page(prose=True), 6) if gzipped else _page()
+    coding = b"Content-Encoding: gzip\r\n" if gzipped else b""
     _Http.response = (
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
-        b"Server: bench\r\nContent-Length: %d\r\n\r\n" % len(page)
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n%s"
+        b"Server: bench\r\nContent-Length: %d\r\n\r\n" % (coding, len(page))
     ) + page
     server = await asyncio.get_running_loop().create_server(_Http, "127.0.0.1", 0, backlog=1024)
     print(server.sockets[0].getsockname()[1], flush=True)
@@ -87,7 +100,7 @@ async def _serve() -> None:
 
 
 async def _fetch_run(
-    port: int, pages: int, concurrency: int, hosts: int, fetcher_name: str
+    port: int, pages: int, concurrency: int, hosts: int, fetcher_name: str, gzipped: bool
 ) -> dict[str, Any]:
     from trawl.fetch.dns import CachingResolver, HostMap
     from trawl.fetch.fetcher import AiohttpFetcher
@@ -134,7 +147,7 @@ async def _fetch_run(
         user = os.times().user - user0
     assert failed == 0, failed
     assert sent == 2 * pages, sent
-    assert body_bytes == 2 * pages * len(_page())
+    assert body_bytes == 2 * pages * len(_page(prose=gzipped))
     return {
         "us_per_page": cpu / pages * 1e6,
         "user_us_per_page": user / pages * 1e6,
@@ -232,10 +245,19 @@ def _init_echo() -> None:
 def _child(args: argparse.Namespace) -> None:
     import uvloop  # the crawl's loop (cli.runner.run_async): its transports are what we time
 
+    try:  # and its heap, as run_async sets it (a --base tree may not have it)
+        from trawl.loop.heap_tuning import tune_heap
+    except ImportError:
+        pass
+    else:
+        tune_heap()
+
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         if args.part == "fetch":
             out = runner.run(
-                _fetch_run(args.port, args.pages, args.concurrency, args.hosts, args.fetcher)
+                _fetch_run(
+                    args.port, args.pages, args.concurrency, args.hosts, args.fetcher, args.gzip
+                )
             )
         else:
             out = runner.run(_handoff_run(args.pages, args.rate))
@@ -246,11 +268,11 @@ def _child(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def served() -> Iterator[int]:
+def served(gzipped: bool = False) -> Iterator[int]:
     """The bench server (`--serve`), a process of its own, for as long as the block runs;
     yields its port."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "bench.fetch_bench", "--serve"],
+        [sys.executable, "-m", "bench.fetch_bench", "--serve", *["--gzip"] * gzipped],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -290,6 +312,7 @@ def measure(
         str(args.rate),
         "--fetcher",
         fetcher,
+        *["--gzip"] * args.gzip,
     ]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -318,12 +341,13 @@ def main() -> None:
         action="store_true",
         help="fetch: both fetchers of this tree, alternating round by round, and their ratio",
     )
+    parser.add_argument("--gzip", action="store_true", help="fetch: pages come gzipped")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(_serve())
+        asyncio.run(_serve(args.gzip))
         return
     if args.child:
         _child(args)
@@ -345,7 +369,7 @@ def main() -> None:
         variants["new"] = (ROOT / "src", args.fetcher)
         if args.base is not None:
             paired.append(("new", "base"))
-    with served() as port:
+    with served(args.gzip) as port:
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
         for round_no in range(args.rounds):
             # Alternate which goes first, so neither always follows the other's leftovers.

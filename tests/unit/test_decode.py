@@ -8,6 +8,8 @@ import zlib
 
 import brotli
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trawl.fetch.decode import BodyDecoder
 
@@ -60,6 +62,44 @@ def test_chunk_size_does_not_matter(size: int) -> None:
         for chunk in _chunks(data, size):
             decoder.feed(chunk)
         assert decoder.finish() == PAGE
+
+
+_CODINGS = {
+    "gzip": lambda data, level: gzip.compress(data, level),
+    "deflate": lambda data, level: zlib.compress(data, level),
+    "raw deflate": lambda data, level: _raw_deflate_at(data, level),
+}
+
+
+def _raw_deflate_at(data: bytes, level: int) -> bytes:
+    obj = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return obj.compress(data) + obj.flush()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    coding=st.sampled_from(sorted(_CODINGS)),
+    data=st.binary(max_size=3000) | st.text(alphabet="ab <>/p", max_size=200_000).map(str.encode),
+    level=st.integers(0, 9),
+    size=st.integers(1, 70_000),
+    cut=st.integers(1, 40),
+)
+def test_any_body_at_any_level_and_chunking_decodes_or_reports_a_cut(
+    coding: str, data: bytes, level: int, size: int, cut: int
+) -> None:
+    # The inflater is ISA-L's, the stream zlib's (gzip.compress): what servers send.
+    encoded = _CODINGS[coding](data, level)
+    decoder = BodyDecoder(coding.removeprefix("raw "), 10 * MIB)
+    for chunk in _chunks(encoded, size):
+        decoder.feed(chunk)
+    assert (decoder.finish(), decoder.error) == (data, None)
+    short = BodyDecoder(coding.removeprefix("raw "), 10 * MIB)
+    cut = 1 + cut % (len(encoded) - 1)  # some bytes fed, some missing (even the trailer's)
+    for chunk in _chunks(encoded[:-cut], size):
+        short.feed(chunk)
+    body = short.finish()
+    assert short.error is not None
+    assert data.startswith(body)
 
 
 def _gzip_bomb(decoded_gib: int) -> bytes:
