@@ -6,6 +6,8 @@
     python -m bench.speed --quick --scope-variants 2   # trawl with scope: any vs domain vs
                                                        # domain + 20 includes + 20 excludes
     python -m bench.speed --render-variants 2   # trawl with --render auto vs off
+    python -m bench.speed --gzip          # pages served gzipped (pre-compressed copies), as
+                                          # most of the web serves them
 
 Installs what it needs (nginx from Debian, Scrapy from PyPI) on first use. Each crawler gets
 a fresh nginx with its own access log; the log is the witness for the crawl rate and for
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from bench.runinfo import describe_run
 from bench.webfarm.accesslog import NGINX_TOLERANCE_S, read_access_log
-from bench.webfarm.generate import WebSpec, generate_web
+from bench.webfarm.generate import WebSpec, generate_web, write_gzipped
 from bench.webfarm.nginx import Nginx
 from trawl.testweb.politeness import check_politeness
 
@@ -157,11 +159,13 @@ def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> li
     ]  # fmt: skip
 
 
-def measure(name: str, spec: WebSpec, root: Path, max_time: float, warmup: float) -> RunFigures:
+def measure(
+    name: str, spec: WebSpec, root: Path, max_time: float, warmup: float, *, gzipped: bool = False
+) -> RunFigures:
     with tempfile.TemporaryDirectory(prefix=f"bench-{name.replace(' ', '-')}-") as tmp:
         work = Path(tmp)
         access = work / "access.jsonl"
-        with Nginx(root, spec, access_log=access):
+        with Nginx(root, spec, access_log=access, gzip_static=gzipped):
             wall, cpu, cpu_main, rss = run_measured(
                 crawler_command(name, spec, work, max_time), work / "out.log"
             )
@@ -273,12 +277,17 @@ def main() -> int:
         metavar="ROUNDS",
         help="trawl only, --render auto then off in turn, ROUNDS times (issue 18)",
     )
+    parser.add_argument(
+        "--gzip", action="store_true", help="serve the pages gzipped (pre-compressed copies)"
+    )
     args = parser.parse_args()
     sites, pages, max_time, warmup = (800, 12, 30.0, 8.0) if args.quick else (2000, 50, 150.0, 30.0)
     max_time = args.max_time or max_time
     root = args.web.with_name(args.web.name + ("-quick" if args.quick else ""))
     t = time.monotonic()
     spec = generate_web(root, n_sites=sites, pages_per_site=pages)
+    if args.gzip:
+        write_gzipped(spec)
     gen_s = time.monotonic() - t
     RESULTS.mkdir(exist_ok=True)
     crawlers = ["trawl"] if args.skip_scrapy else ["trawl", "scrapy"]
@@ -288,17 +297,21 @@ def main() -> int:
         crawlers = list(RENDER_VARIANTS) * args.render_variants
     if "scrapy" in crawlers:
         ensure_scrapy()
-    figures = [measure(name, spec, root, max_time, warmup) for name in crawlers]
+    figures = [measure(name, spec, root, max_time, warmup, gzipped=args.gzip) for name in crawlers]
     meta: dict[str, object] = {
         **describe_run(),
         "command": " ".join(["python -m bench.speed", *sys.argv[1:]]),
-        "web": f"{sites} sites x {pages} pages, avg {page_size_kb(spec):.0f} KB (gen {gen_s:.0f}s)",
+        "web": f"{sites} sites x {pages} pages, avg {page_size_kb(spec):.0f} KB"
+        + (", served gzipped" if args.gzip else "")
+        + f" (gen {gen_s:.0f}s)",
         "max_time_s": max_time,
         "warmup_s": warmup,
     }
     name = "speed-scope" if args.scope_variants else "speed"
     if args.render_variants:
         name = "speed-render"
+    if args.gzip:
+        name += "-gzip"
     out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps({"meta": meta, "runs": [asdict(f) for f in figures]}, indent=1))
     print(report(figures, meta))
