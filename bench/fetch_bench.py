@@ -245,12 +245,12 @@ def _init_echo() -> None:
 def _child(args: argparse.Namespace) -> None:
     import uvloop  # the crawl's loop (cli.runner.run_async): its transports are what we time
 
-    try:  # and its heap, as run_async sets it (a --base tree may not have it)
-        from trawl.loop.heap_tuning import tune_heap
-    except ImportError:
-        pass
-    else:
-        tune_heap()
+    # glibc's heap as a crawl's is after its first seconds: a crawl frees a few MB at once
+    # early on, which raises glibc's mmap and trim thresholds for good (`strace -e
+    # brk,mmap,munmap` on a running crawl's processes: no calls in 8 s). Without it, each
+    # fetch here gave its freed body back to the kernel and faulted it in again, ~60 us
+    # of system time a page that no crawl pays.
+    bytearray(8 << 20)
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         if args.part == "fetch":

@@ -114,19 +114,16 @@ async def run_crawl(
 
 def run_async(main: Coroutine[Any, Any, T], *, freeze_survivors: bool = True) -> T:
     """Run on uvloop: its transports cost measurably less CPU per fetch than asyncio's;
-    with the garbage collector and glibc's heap tuned for a crawl (loop.gc_tuning,
-    loop.heap_tuning). `freeze_survivors=False` is for a process that is not a crawler's
-    own (a test runner's): it keeps collecting the cycles that die late, and its heap."""
+    with the garbage collector tuned for a crawl (loop.gc_tuning). `freeze_survivors=False`
+    is for a process that is not a crawler's own (a test runner's): it keeps collecting
+    the cycles that die late."""
     import asyncio
 
     import uvloop
 
     from trawl.loop.gc_tuning import tune_gc
-    from trawl.loop.heap_tuning import tune_heap
 
     tune_gc(freeze_survivors=freeze_survivors)
-    if freeze_survivors:  # a crawler's own process, not a test runner's
-        tune_heap()
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)
