@@ -8,6 +8,8 @@
     python -m bench.speed --render-variants 2   # trawl with --render auto vs off
     python -m bench.speed --gzip          # pages served gzipped (pre-compressed copies), as
                                           # most of the web serves them
+    python -m bench.speed --zipf-text     # pages' prose from a real web's vocabulary (a web
+                                          # of its own, generated once)
 
 Installs what it needs (nginx from Debian, Scrapy from PyPI) on first use. Each crawler gets
 a fresh nginx with its own access log; the log is the witness for the crawl rate and for
@@ -280,12 +282,19 @@ def main() -> int:
     parser.add_argument(
         "--gzip", action="store_true", help="serve the pages gzipped (pre-compressed copies)"
     )
+    parser.add_argument(
+        "--zipf-text",
+        action="store_true",
+        help="prose from a Zipf vocabulary of two million words (bench/webfarm/vocabulary.py)",
+    )
     args = parser.parse_args()
     sites, pages, max_time, warmup = (800, 12, 30.0, 8.0) if args.quick else (2000, 50, 150.0, 30.0)
     max_time = args.max_time or max_time
-    root = args.web.with_name(args.web.name + ("-quick" if args.quick else ""))
+    vocabulary = "zipf" if args.zipf_text else "small"
+    suffix = ("-quick" if args.quick else "") + ("-zipf" if args.zipf_text else "")
+    root = args.web.with_name(args.web.name + suffix)
     t = time.monotonic()
-    spec = generate_web(root, n_sites=sites, pages_per_site=pages)
+    spec = generate_web(root, n_sites=sites, pages_per_site=pages, vocabulary=vocabulary)
     if args.gzip:
         write_gzipped(spec)
     gen_s = time.monotonic() - t
@@ -303,6 +312,7 @@ def main() -> int:
         "command": " ".join(["python -m bench.speed", *sys.argv[1:]]),
         "web": f"{sites} sites x {pages} pages, avg {page_size_kb(spec):.0f} KB"
         + (", served gzipped" if args.gzip else "")
+        + (", Zipf prose" if args.zipf_text else "")
         + f" (gen {gen_s:.0f}s)",
         "max_time_s": max_time,
         "warmup_s": warmup,
@@ -312,6 +322,8 @@ def main() -> int:
         name = "speed-render"
     if args.gzip:
         name += "-gzip"
+    if args.zipf_text:
+        name += "-zipf"
     out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps({"meta": meta, "runs": [asdict(f) for f in figures]}, indent=1))
     print(report(figures, meta))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import os
 import platform
@@ -31,32 +30,15 @@ import sys
 import time
 from pathlib import Path
 
-from trawl.testweb.text import _NUCLEI, _ONSETS  # the test web's made-up words' syllables
+from bench.webfarm.vocabulary import zipf_words
 
-_VOCABULARY = 2_000_000
 _TEXT_CHARS = 3_072
-
-
-def _word(rank: int) -> str:
-    """A pronounceable made-up word, one per rank (shorter for the common ones)."""
-    parts = []
-    while True:
-        rank, onset = divmod(rank, len(_ONSETS))
-        rank, nucleus = divmod(rank, len(_NUCLEI))
-        parts.append(_ONSETS[onset] + _NUCLEI[nucleus])
-        if not rank:
-            return "".join(parts)
 
 
 def make_texts(n: int, seed: int = 1) -> list[str]:
     """`n` texts of ~`_TEXT_CHARS` characters, words Zipf-distributed over the vocabulary."""
     rng = random.Random(seed)
-    cumulative = list(itertools.accumulate(1 / r for r in range(1, _VOCABULARY + 1)))
-    texts = []
-    for _ in range(n):
-        ranks = rng.choices(range(_VOCABULARY), cum_weights=cumulative, k=_TEXT_CHARS // 6)
-        texts.append(" ".join(map(_word, ranks))[:_TEXT_CHARS])
-    return texts
+    return [" ".join(zipf_words(rng, _TEXT_CHARS // 6))[:_TEXT_CHARS] for _ in range(n)]
 
 
 def _child(n_pages: int, segment: int) -> None:

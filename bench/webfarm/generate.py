@@ -42,6 +42,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.webfarm.vocabulary import zipf_paragraph
 from trawl.testweb import text
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class WebSpec:
     expected_pages: int
     total_bytes: int
     generated_s: float
+    vocabulary: str = "small"  # or "zipf": prose of a real web's vocabulary (vocabulary.py)
 
     @property
     def hosts_file(self) -> Path:
@@ -158,8 +160,8 @@ class WebSpec:
         }
         return {"crawl_delays": delays, "robots_txt": robots}
 
-    def params(self) -> dict[str, int]:
-        return _params(self.n_sites, self.pages_per_site, self.seed)
+    def params(self) -> dict[str, int | str]:
+        return _params(self.n_sites, self.pages_per_site, self.seed, self.vocabulary)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -188,16 +190,22 @@ class WebSpec:
             expected_pages=obj["expected_pages"],
             total_bytes=obj["total_bytes"],
             generated_s=obj["generated_s"],
+            vocabulary=params.get("vocabulary", "small"),
         )
 
 
-def _params(n_sites: int, pages_per_site: int, seed: int) -> dict[str, int]:
-    return {
+def _params(
+    n_sites: int, pages_per_site: int, seed: int, vocabulary: str = "small"
+) -> dict[str, int | str]:
+    params: dict[str, int | str] = {
         "version": GENERATOR_VERSION,
         "n_sites": n_sites,
         "pages_per_site": pages_per_site,
         "seed": seed,
     }
+    if vocabulary != "small":  # the default web's parameters as they always were
+        params["vocabulary"] = vocabulary
+    return params
 
 
 # --- the plan: sites and paths, decided in the parent before any file is written ---
@@ -265,9 +273,14 @@ class _Pools:
     sentences: tuple[str, ...]
 
 
-def _make_pools(seed: int) -> _Pools:
+def _make_pools(seed: int, vocabulary: str = "small") -> _Pools:
     rng = random.Random(f"pools-{seed}")
-    paragraphs = tuple(f"<p>{text.paragraph(rng)}</p>\n" for _ in range(4000))
+    if vocabulary == "zipf":
+        # 40,000 paragraphs, so that a crawl keeps meeting words it has not seen
+        prose = random.Random(f"zipf-{seed}")
+        paragraphs = tuple(f"<p>{zipf_paragraph(prose)}</p>\n" for _ in range(40_000))
+    else:
+        paragraphs = tuple(f"<p>{text.paragraph(rng)}</p>\n" for _ in range(4000))
     mean = sum(len(p) for p in paragraphs) / len(paragraphs)
     anchors = tuple(text.words(rng, rng.randint(2, 4)) for _ in range(2000))
     titles = tuple(text.title(rng) for _ in range(2000))
@@ -510,15 +523,20 @@ def generate_web(
     pages_per_site: int = 50,
     seed: int = 1,
     workers: int | None = None,
+    vocabulary: str = "small",
 ) -> WebSpec:
     """Write the web under `root` (or reuse it if `root/spec.json` has the same parameters).
 
     Regenerating deletes `root/www` first. `workers` defaults to the CPU count.
+    `vocabulary="zipf"`: the pages' prose drawn from a real web's vocabulary
+    (bench/webfarm/vocabulary.py) instead of the test web's few hundred words.
     """
+    if vocabulary not in ("small", "zipf"):
+        raise ValueError(f"vocabulary is 'small' or 'zipf', not {vocabulary!r}")
     spec_path = root / SPEC_NAME
     if spec_path.exists():
         cached = WebSpec.load(root)
-        if cached.params() == _params(n_sites, pages_per_site, seed):
+        if cached.params() == _params(n_sites, pages_per_site, seed, vocabulary):
             return cached
         spec_path.unlink()  # stale: no spec until the new web is complete
     started = time.perf_counter()
@@ -529,7 +547,7 @@ def generate_web(
     sites = _plan_sites(n_sites, seed)
     paths = page_paths(pages_per_site)
     popularity, cum_weights = _zipf_cum_weights(n_sites, seed)
-    web = _Web(sites, paths, popularity, cum_weights, _make_pools(seed), seed)
+    web = _Web(sites, paths, popularity, cum_weights, _make_pools(seed, vocabulary), seed)
     total_bytes = _write_all(web, www_dir, workers or os.cpu_count() or 1)
     _write_hosts(sites, root / "hosts")
     n_hosts = sum(len(site.hosts) for site in sites)
@@ -543,6 +561,7 @@ def generate_web(
         n_hosts * len(paths),
         total_bytes,
         round(time.perf_counter() - started, 1),
+        vocabulary,
     )
     spec_path.write_text(json.dumps(spec.to_json(), indent=1), encoding="utf-8")
     return spec
