@@ -92,16 +92,18 @@ def usable_cpus() -> int:
 
 
 def page_workers(cpus: int) -> int:
-    """How many page workers a crawl starts with `cpus` usable cores: one core is the
-    crawl loop's, the rest work pages, at most `MAX_PAGE_WORKERS`.
+    """How many page workers a crawl starts with `cpus` usable cores: one a core, at most
+    `MAX_PAGE_WORKERS` (niced, so the crawl loop still gets a core when it wants one).
 
-    A page costs a worker about what it costs the loop (~3 ms each, bench/RESULTS.md), so
-    one worker keeps pace with the one loop; a second absorbs slow pages where a core is
-    left for it. On 2 cores it had none: the two workers and the loop took turns on them,
-    and the loop, the crawl's bottleneck, lagged (issue 17: `python -m bench.speed
-    --skip-scrapy --max-time 90`, four pairs, one worker against two: lag p99 <= 40 ms in
-    all four against <= 40-75, 8.5 % less CPU a page, as many pages a second; RESULTS)."""
-    return max(1, min(MAX_PAGE_WORKERS, cpus - 1))
+    On 2 cores one worker was once the better choice: the loop cost ~3 ms a page and set
+    the pace, and a second worker only took turns on the cores with it (issue 17, thirteenth
+    session: 8.5 % less CPU a page, as many pages a second). Since then the loop's share fell
+    to ~1.2 ms a page while a page costs a worker ~1.4 ms on the bench web and ~2 ms with a
+    real web's vocabulary, so one worker set the pace. Two, measured again (twenty-fifth
+    session, `python -m bench.speed --skip-scrapy --max-time 90`, two pairs each): 595 / 619
+    -> 709 / 707 pages/s on the bench web and 428 / 433 -> 563 / 583 with Zipf prose
+    (`--zipf-text`), at the same CPU a page and lag p99 <= 30 ms in all eight runs."""
+    return max(1, min(MAX_PAGE_WORKERS, cpus))
 
 
 def yield_cpu_to_the_loop() -> None:
