@@ -60,6 +60,9 @@ class CrawlSettings:
     # A one-shot crawl does not stay open for a site whose next request is further away
     # (a long Retry-After, a backoff, a parked site): its URLs wait for the next run.
     max_site_wait_s: float = 300.0
+    # A site's state (clock, robots rules, trap counters) leaves memory after this long with
+    # no request and no use, and is read back from its host record when next needed.
+    site_idle_s: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +291,7 @@ class Settings:
             raise ConfigError("politeness.per_ip_max_in_flight must be >= 1")
         _require_positive("crawl.concurrency", self.crawl.concurrency)
         _require_positive("crawl.max_site_wait_s", self.crawl.max_site_wait_s)
+        _require_positive("crawl.site_idle_s", self.crawl.site_idle_s)
         _require_positive("fetch.total_timeout_s", self.fetch.total_timeout_s)
         _require_positive("fetch.max_body_bytes", self.fetch.max_body_bytes)
         if self.fetch.max_redirects < 0:

@@ -1,13 +1,15 @@
-"""SiteBook's host record writes: in shares, longest-waiting first (write_changed); and
-the per-site state other steps keep in them (keep_part; issue 18's render policy)."""
+"""SiteBook's host record writes: in shares, longest-waiting first (write_changed); the
+per-site state other steps keep in them (keep_part; issue 18's render policy); and idle
+sites leaving memory, written first (forget_idle)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from trawl.frontier.traps import TrapPolicy
+from trawl.politeness.robots import robots_from_response
 from trawl.politeness.site_book import SiteBook
-from trawl.politeness.site_clock import ClockPolicy
+from trawl.politeness.site_clock import ClockPolicy, FetchOutcome
 from trawl.render.policy import RenderBook, RenderRules
 
 if TYPE_CHECKING:
@@ -32,14 +34,26 @@ class HostLog:
         return iter(self.records.items())
 
 
-def book(log: HostLog | None = None) -> tuple[SiteBook, HostLog]:
+class Now:
+    def __init__(self, at: float = 1_000.0) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        return self.at
+
+
+POLICY = ClockPolicy(min_delay_s=1.0)
+
+
+def book(log: HostLog | None = None, now: Now | None = None) -> tuple[SiteBook, HostLog]:
     log = log or HostLog()
     sites = SiteBook(
         log,
-        clock_policy=ClockPolicy(min_delay_s=1.0),
+        clock_policy=POLICY,
         trap_policy=TrapPolicy(),
         restarted_at=lambda site: None,
         owner="test",
+        now=now or Now(),
     )
     return sites, log
 
@@ -109,3 +123,82 @@ def test_a_damaged_part_starts_afresh_and_the_sites_politeness_is_kept() -> None
     state = again.state("app.test")
     assert state.clock.next_allowed_at == 5_000.0
     assert renders.site_state("app.test") == RenderBook(RenderRules()).site_state("x.test")
+
+
+IDLE_S = 600.0
+
+
+def fetched(sites: SiteBook, site: str, at: float) -> None:
+    clock = sites.state(site).clock
+    clock.start(at)
+    clock.finish(at + 0.2, 0.2, FetchOutcome.OK, policy=POLICY)
+    sites.mark_changed(site)
+
+
+def never_busy(site: str) -> bool:
+    return False
+
+
+def test_an_idle_site_is_written_then_dropped_and_read_back_the_same() -> None:
+    now = Now(1_000.0)
+    sites, log = book(now=now)
+    fetched(sites, "idle.test", 1_000.0)
+    sites.state("idle.test").set_robots(
+        robots_from_response("http://idle.test", 200, b"User-agent: *\nCrawl-delay: 7\n", 999.0),
+        "trawl",
+    )
+    sites.note_referrer("idle.test", "fan.test")  # not marked changed: a soft signal
+    before = sites.state("idle.test").to_host_record("test")
+    fetched(sites, "active.test", 1_000.0)
+    now.at = 1_500.0
+    fetched(sites, "active.test", 1_500.0)
+    assert sites.forget_idle(list(sites), 1_601.0, IDLE_S, never_busy) == 1
+    assert "idle.test" not in sites
+    assert "active.test" in sites
+    assert log.records["idle.test"] == before  # the referrer too, though never marked
+    assert sites.changed == 1  # active.test's change still waits for its share
+    now.at = 1_700.0
+    again = sites.state("idle.test")
+    assert again.to_host_record("test") == before
+    assert again.loaded_at == 1_700.0
+    assert again.clock.gap_s(POLICY) == 7.0
+    assert again.traps.referring_sites() == 1
+
+
+def test_a_busy_or_recently_loaded_site_stays() -> None:
+    now = Now(1_000.0)
+    sites, _ = book(now=now)
+    fetched(sites, "held.test", 1_000.0)
+    now.at = 1_500.0
+    sites.note_referrer("linked.test", "fan.test")  # loaded now, never fetched
+    assert sites.forget_idle(list(sites), 1_601.0, IDLE_S, lambda s: s == "held.test") == 0
+    assert sites.forget_idle(list(sites), 2_101.0, IDLE_S, never_busy) == 2
+    assert len(sites) == 0
+
+
+def test_a_site_forgotten_is_skipped_and_unknown_names_are_ignored() -> None:
+    sites, log = book()
+    fetched(sites, "a.test", 1_000.0)
+    names = list(sites)
+    assert sites.forget_idle(names, 2_000.0, IDLE_S, never_busy) == 1
+    writes = len(log.written)
+    assert sites.forget_idle([*names, "never.test"], 2_000.0, IDLE_S, never_busy) == 0
+    assert len(log.written) == writes
+    assert "never.test" not in sites
+
+
+def test_a_forgotten_sites_render_part_comes_back_with_it() -> None:
+    now = Now(1_000.0)
+    sites, log = book(now=now)
+    renders = RenderBook(RenderRules())
+    sites.keep_part(renders)
+    fetched(sites, "app.test", 1_000.0)
+    _unproductive(renders, "app.test")
+    learnt = renders.site_state("app.test")
+    before = renders.stats()
+    assert sites.forget_idle(list(sites), 2_000.0, IDLE_S, never_busy) == 1
+    assert log.records["app.test"]["render"] == learnt
+    now.at = 2_100.0
+    sites.state("app.test")
+    assert renders.site_state("app.test") == learnt
+    assert renders.stats() == before  # read back, not counted twice in the crawl's sums

@@ -3,7 +3,10 @@ from __future__ import annotations
 import pytest
 
 from trawl.errors import DataError
+from trawl.politeness.origin_health import OriginFailure
 from trawl.politeness.robots import robots_from_response
+from trawl.politeness.site_clock import ClockPolicy, FetchOutcome
+from trawl.politeness.site_limits import SiteLimits
 from trawl.politeness.site_state import SiteState
 
 
@@ -51,3 +54,50 @@ def test_pages_today_resets_on_a_new_day() -> None:
 def test_damaged_host_record_names_the_site() -> None:
     with pytest.raises(DataError, match=r"example\.com"):
         SiteState.from_host_record({"host": "example.com", "clock": "nonsense"})
+
+
+IDLE_S = 600.0
+POLICY = ClockPolicy(min_delay_s=1.0, park_after_failures=2, park_s=7_200.0)
+
+
+def finished(state: SiteState, at: float, outcome: FetchOutcome = FetchOutcome.OK) -> None:
+    state.clock.start(at)
+    state.clock.finish(at, 0.1, outcome, policy=POLICY)
+
+
+def test_a_site_is_idle_once_unused_for_idle_s() -> None:
+    state = SiteState("a.test", loaded_at=100.0)
+    assert not state.is_idle(699.0, IDLE_S)  # loaded, never fetched: counts from the load
+    assert state.is_idle(700.0, IDLE_S)
+    finished(state, 650.0)
+    assert not state.is_idle(1_249.0, IDLE_S)
+    assert state.is_idle(1_250.0, IDLE_S)
+
+
+def test_a_request_in_flight_or_a_wait_still_running_keeps_a_site() -> None:
+    state = SiteState("a.test")
+    state.clock.start(100.0)
+    assert not state.is_idle(10_000.0, IDLE_S)  # in flight
+    state.clock.finish(100.0, 0.1, FetchOutcome.OK, policy=POLICY, retry_after_s=3_600.0)
+    assert not state.is_idle(3_699.0, IDLE_S)  # Retry-After still running
+    assert state.is_idle(3_700.0, IDLE_S)
+
+
+def test_a_parked_site_stays_while_parked() -> None:
+    state = SiteState("dead.test")
+    finished(state, 100.0, FetchOutcome.NETWORK_ERROR)
+    finished(state, state.clock.next_allowed_at, FetchOutcome.NETWORK_ERROR)
+    parked_until = state.clock.parked_until
+    assert parked_until is not None
+    state.clock.next_allowed_at = 0.0  # the park alone holds it
+    assert not state.is_idle(parked_until - 1, IDLE_S)
+    assert state.is_idle(parked_until, IDLE_S)
+
+
+def test_a_paused_site_or_a_failing_origin_keeps_a_site() -> None:
+    paused = SiteState("p.test")
+    paused.set_limits(SiteLimits(paused=True), POLICY)
+    assert not paused.is_idle(10_000.0, IDLE_S)  # the API counts paused sites from memory
+    failing = SiteState("f.test")
+    failing.origins.failing["http://www.f.test"] = OriginFailure(1, 200.0)
+    assert not failing.is_idle(10_000.0, IDLE_S)  # not in the host record

@@ -93,7 +93,8 @@ def status_kinds(statuses: Mapping[str, int], prefix: str) -> dict[str, int]:
 
 
 def site_counts(ctx: CrawlContext) -> dict[str, int]:
-    """Sites by state. Backing off, parked and paused walk the sites loaded in this run."""
+    """Sites by state. Backing off, parked and paused walk the sites in memory: loaded in
+    this run and used within `crawl.site_idle_s` (loop.idle_sites), or paused, or waiting."""
     now = ctx.clock.now()
     sched = ctx.frontier.stats()
     backing_off = parked = paused = 0

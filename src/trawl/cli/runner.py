@@ -154,9 +154,12 @@ def print_summary(s: CrawlSummary, out: TextIO) -> None:
 
     st = s.stats
     rate = st.pages_fetched / s.elapsed_s if s.elapsed_s > 0 else 0.0
+    sites = f"sites {s.sites}"
+    if st.sites_forgotten:  # loop.idle_sites: each one's state was read back if needed again
+        sites += f" in memory ({st.sites_forgotten} idle ones left it)"
     out.write(
         f"pages fetched {st.pages_fetched}, stored {st.pages_stored}, "
-        f"robots.txt {st.robots_fetches}, sites {s.sites}, "
+        f"robots.txt {st.robots_fetches}, {sites}, "
         f"{rate:.1f} pages/s over {s.elapsed_s:.1f}s, "
         f"{queue_left_line(s.queued_left, s.waiting_left)}\n"
         f"statuses {dict(sorted(st.statuses.items()))}  "

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from trawl.errors import StoreUnavailable
-from trawl.loop import lag
+from trawl.loop import idle_sites, lag
 from trawl.loop.content import StoredContent
 from trawl.loop.outcomes import PageOutcomes
 from trawl.loop.render_fetches import RenderFetches
@@ -64,6 +64,7 @@ class Crawler:
         run = self.ctx.run
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.ctx.durability.commit_loop())
+            tasks.create_task(idle_sites.sweep_loop(self.ctx))
             if self.renders is not None:
                 tasks.create_task(self.renders.run())
             if self._watch_lag:

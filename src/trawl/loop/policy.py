@@ -59,6 +59,7 @@ class LoopPolicy:
     concurrency: int  # site turns at once
     commit_interval_s: float
     checkpoint_interval_s: float
+    site_idle_s: float  # a site's state leaves memory after this long unused (loop.idle_sites)
     due_batch: int  # due pages moved to the frontier per commit
     max_attempts: int  # fetches of one URL before a transient failure is its outcome
     max_redirects: int

@@ -20,6 +20,7 @@ class CrawlStats:
     bytes_downloaded: int = 0
     links_found: int = 0
     links_new: int = 0
+    sites_forgotten: int = 0  # idle sites' state dropped from memory (loop.idle_sites)
     skipped: dict[str, int] = field(default_factory=dict)  # outcome `skipped(reason)`
     retries: dict[str, int] = field(default_factory=dict)  # outcome `retry`, by cause
     statuses: dict[str, int] = field(default_factory=dict)  # "200", "404", "error:timeout"

@@ -7,6 +7,11 @@ request waits a full gap after `restarted_at(site)`: that request may have follo
 last host record. Host records of changed sites are written when the loop commits
 (`write_changed`), or at once where a crash must not lose the change (`write`).
 
+A site idle for a while leaves memory (`forget_idle`), its host record written first, and is
+read back from it when next needed: a broad crawl meets new sites all day (every site a
+page links to is loaded, to count its referrers), and keeping each one's few kilobytes for
+the crawl's life grew without bound.
+
 Written from the event loop thread only; a SiteState only by the task holding its site.
 """
 
@@ -56,8 +61,10 @@ class SiteBook:
         trap_policy: TrapPolicy,
         restarted_at: Callable[[str], float | None],
         owner: str,
+        now: Callable[[], float],
     ) -> None:
         self._hosts = hosts
+        self._now = now
         self.clock_policy = clock_policy
         self.trap_policy = trap_policy
         self._restarted_at = restarted_at
@@ -101,6 +108,7 @@ class SiteBook:
             if restarted_at is not None:
                 # Even the site's first request, before any host record, may have been made.
                 state.clock.hold_until(restarted_at + state.clock.gap_s(self.clock_policy))
+            state.loaded_at = self._now()
             self._sites[site] = state
         return state
 
@@ -143,7 +151,8 @@ class SiteBook:
         self.state(site).traps.note_referrer(referrer)
 
     def referrers(self, site: str) -> int:
-        """Other sites seen linking to `site` (0 for a site not loaded in this run)."""
+        """Other sites seen linking to `site` (0 for a site not in memory: not loaded in this
+        run, or idle and forgotten)."""
         state = self._sites.get(site)
         return 0 if state is None else state.traps.referring_sites()
 
@@ -174,6 +183,24 @@ class SiteBook:
     def changed(self) -> int:
         """Sites whose host record waits to be written."""
         return len(self._changed)
+
+    def forget_idle(
+        self, sites: Iterable[str], now: float, idle_s: float, busy: Callable[[str], bool]
+    ) -> int:
+        """Of `sites`, drop those idle for `idle_s` (`SiteState.is_idle`) and not `busy` from
+        memory, each host record written first (the caller commits): what changed without
+        marking the site changed (referrers, copies counted) is kept too. Returns how many
+        were dropped."""
+        forgotten = 0
+        for site in sites:
+            state = self._sites.get(site)
+            if state is None or busy(site) or not state.is_idle(now, idle_s):
+                continue
+            self.write(site)
+            self._changed.pop(site, None)
+            del self._sites[site]
+            forgotten += 1
+        return forgotten
 
     def forget(self, sites: Iterable[str]) -> None:
         """Drop sites this process no longer crawls (a partition handed over)."""

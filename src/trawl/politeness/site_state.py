@@ -14,7 +14,7 @@ from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState, TrapPolicy
 from trawl.politeness.origin_health import OriginHealth
 from trawl.politeness.robots import RobotsRules, RobotsStatus
-from trawl.politeness.site_clock import ClockPolicy, SiteClock
+from trawl.politeness.site_clock import ClockPolicy, SiteClock, is_parked
 from trawl.politeness.site_limits import SiteLimits
 
 _SECONDS_PER_DAY = 86400
@@ -38,6 +38,7 @@ class SiteState:
     sitemap_urls: int = 0
     limits: SiteLimits | None = None  # the operator's override
     origins: OriginHealth = field(default_factory=OriginHealth)  # not in the host record
+    loaded_at: float = 0.0  # when this process read it (SiteBook; not in the host record)
 
     def set_limits(
         self, limits: SiteLimits | None, policy: ClockPolicy, restarted_at: float | None = None
@@ -46,6 +47,21 @@ class SiteState:
         self.limits = limits
         self.clock.override_delay_s = limits.crawl_delay_s if limits else None
         self.clock.regap(policy, restarted_at)
+
+    def is_idle(self, now: float, idle_s: float) -> bool:
+        """May this state leave memory at `now`, to be read back from its host record when
+        next needed? Nothing fetched or loaded for `idle_s`, no request in flight, and
+        nothing the host record does not hold: an origin failing on its own (`origins`). A
+        wait still running (a backoff, a Retry-After, a park) keeps it too, and a pause: the
+        host record holds them, but the site is soon needed again, or counted."""
+        clock = self.clock
+        if clock.in_flight or self.origins.failing or now < clock.next_allowed_at:
+            return False
+        if self.paused:  # an operator's: the API counts paused sites from memory
+            return False
+        if is_parked(clock.parked_until, now):
+            return False
+        return now - max(self.loaded_at, clock.last_finished_at or 0.0) >= idle_s
 
     @property
     def paused(self) -> bool:

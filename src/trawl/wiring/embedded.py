@@ -224,6 +224,7 @@ def build_context(
         trap_policy=policy.traps,
         restarted_at=placement.restarted_at,
         owner=placement.owner,
+        now=clock.now,
     )
     run = RunState(
         clock=clock,
@@ -334,6 +335,7 @@ def loop_policy(settings: Settings) -> LoopPolicy:
         concurrency=c.concurrency,
         commit_interval_s=c.commit_interval_s,
         checkpoint_interval_s=c.checkpoint_interval_s,
+        site_idle_s=c.site_idle_s,
         due_batch=r.due_batch,
         max_attempts=f.max_attempts,
         max_redirects=f.max_redirects,

@@ -1,0 +1,84 @@
+"""Idle sites leave memory and come back from their host records with their politeness whole.
+
+`far.test` is crawled first and then left idle for longer than `crawl.site_idle_s`, so its
+state leaves memory; a slow chain of pages on another site links back to it later. Read
+from the fetcher's log, as the site sees it: its robots.txt is not fetched again (its rules
+came back from the host record), its Crawl-delay still spaces the requests and its Disallow
+still holds.
+
+Real parts: the crawl loop, the SQLite frontier and records, page work on threads, on a
+virtual clock with a scripted fetcher (tests/loop/test_crawl_loop.py's settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import TYPE_CHECKING
+
+from tests.fakes.fetcher import Answer, ScriptedFetcher
+from tests.loop.one_crawl import crawl_on
+from tests.loop.test_crawl_loop import HTML, page, robots, settings
+from tests.loop.virtual_clock import VirtualClock
+
+from trawl.config import with_overrides
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+IDLE_S = 30.0
+CRAWL_DELAY_S = 3.0
+CHAIN = 6  # slow pages before the link back: each ~2 s, so ~20 s apart (the 10x rule)
+SLOW_S = 2.0
+FAR = "http://far.test"
+
+
+def prose_page(n: int, link: str) -> Answer:
+    """A page of its own words: pages alike would be contained as a trap (similar pages)."""
+    words = " ".join(f"w{n}x{i * (n + 7)}" for i in range(200))
+    body = f'<html><body><p>{words}</p><a href="{link}">next</a></body></html>'
+    return Answer(200, HTML, body.encode(), None, SLOW_S)
+
+
+def web() -> dict[str, Answer | list[Answer]]:
+    chain = [f"http://chain.test/c{i}" for i in range(1, CHAIN + 1)]
+    w: dict[str, Answer | list[Answer]] = {
+        f"{FAR}/robots.txt": robots(
+            f"User-agent: *\nCrawl-delay: {CRAWL_DELAY_S}\nDisallow: /private/\n"
+        ),
+        f"{FAR}/": page(),
+        "http://chain.test/": prose_page(0, chain[0]),
+        chain[-1]: prose_page(CHAIN, f"{FAR}/late"),
+        f"{FAR}/late": page("/l1", "/l2", "/private/x"),
+        f"{FAR}/l1": page(),
+        f"{FAR}/l2": page(),
+    }
+    for n, (this, after) in enumerate(itertools.pairwise(chain), 1):
+        w[this] = prose_page(n, after)
+    return w
+
+
+def test_an_idle_site_leaves_memory_and_comes_back_with_its_politeness(tmp_path: Path) -> None:
+    clock = VirtualClock()
+    s = with_overrides(settings(), crawl={"max_time_s": 0.0, "site_idle_s": IDLE_S})
+    hosts = {"far.test": "198.51.100.31", "chain.test": "198.51.100.32"}
+    fetcher = ScriptedFetcher(web(), clock=clock, hosts=hosts, default_ip=None)
+    seeds = [f"{FAR}/", "http://chain.test/"]
+    ctx = asyncio.run(clock.run(crawl_on(s, tmp_path, clock, fetcher, seeds)))
+
+    far = [(r.url, r.sent_at - clock.started_at) for r in fetcher.requests if FAR in r.url]
+    urls = [url for url, _ in far]
+    home_at = dict(far)[f"{FAR}/"]
+    late_at = dict(far)[f"{FAR}/late"]
+    assert late_at - home_at > IDLE_S * 1.25 + 1  # idle for longer than a sweep could miss
+    state = ctx.sites.loaded("far.test")
+    assert state is not None
+    assert state.loaded_at - clock.started_at > home_at + IDLE_S  # read back, not kept
+    assert ctx.stats.sites_forgotten >= 1
+
+    assert urls.count(f"{FAR}/robots.txt") == 1
+    assert sorted(urls[urls.index(f"{FAR}/late") :]) == [f"{FAR}/l1", f"{FAR}/l2", f"{FAR}/late"]
+    times = [t for _, t in far]
+    assert all(b - a >= CRAWL_DELAY_S - 1e-6 for a, b in itertools.pairwise(times))
+    # It still counts the site that linked to it while it was out of memory.
+    assert state.traps.referring_sites() == 1
