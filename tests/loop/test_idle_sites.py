@@ -22,6 +22,7 @@ from tests.loop.test_crawl_loop import HTML, page, robots, settings
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.config import with_overrides
+from trawl.loop.placement import EmbeddedPlacement
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -82,3 +83,32 @@ def test_an_idle_site_leaves_memory_and_comes_back_with_its_politeness(tmp_path:
     assert all(b - a >= CRAWL_DELAY_S - 1e-6 for a, b in itertools.pairwise(times))
     # It still counts the site that linked to it while it was out of memory.
     assert state.traps.referring_sites() == 1
+
+
+class DoubtAfter(EmbeddedPlacement):
+    """A cluster node's placement, as far as this test needs: from `at` on, its hold on
+    `site`'s partition is in doubt (a hand-over under way, a lease unsure)."""
+
+    def __init__(self, clock: VirtualClock, site: str, at: float) -> None:
+        super().__init__(None)
+        self._clock, self._site, self._at = clock, site, at
+
+    def may_fetch(self, site: str) -> bool:
+        return site != self._site or self._clock.now() < self._at
+
+
+def test_a_site_whose_partition_is_in_doubt_stays(tmp_path: Path) -> None:
+    """Its host record is not written: the partition's next owner may be writing it."""
+    clock = VirtualClock()
+    s = with_overrides(settings(), crawl={"max_time_s": 200.0, "site_idle_s": IDLE_S})
+    hosts = {"far.test": "198.51.100.31", "chain.test": "198.51.100.32"}
+    fetcher = ScriptedFetcher(web(), clock=clock, hosts=hosts, default_ip=None)
+    placement = DoubtAfter(clock, "far.test", clock.started_at + 10.0)
+    seeds = [f"{FAR}/", "http://chain.test/"]
+    ctx = asyncio.run(clock.run(crawl_on(s, tmp_path, clock, fetcher, seeds, placement=placement)))
+    assert clock.now() - clock.started_at > IDLE_S * 3  # long enough to have left
+    assert all(r.sent_at - clock.started_at < 10.0 for r in fetcher.requests if FAR in r.url)
+    state = ctx.sites.loaded("far.test")
+    assert state is not None
+    assert state.loaded_at - clock.started_at < 10.0  # never left memory
+    assert ctx.stats.sites_forgotten == 1  # chain.test, idle after its last page

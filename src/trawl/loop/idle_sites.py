@@ -1,12 +1,13 @@
 """Idle sites leave memory: every site a page links to gets a `SiteState` (its referrers are
 counted), so a broad crawl that meets a few new sites a second grew by gigabytes a day.
 
-Every `sweep_interval_s(idle_s)` the loaded sites are walked in chunks, with the loop free
+Every `sweep_interval_s(idle_s)` the loaded sites are walked in slices, the loop turning
 between them, and those idle for `LoopPolicy.site_idle_s` and not busy leave (SiteBook
 `forget_idle`: host record written first, read back when next needed). Busy: a turn or a
-request holds the site, or a page of it waits for the browser (its render still changes
-the site's state). Politeness loses nothing: the site clock is in the host record whole, and
-a site with a wait still running stays (`SiteState.is_idle`).
+request holds the site, a page of it waits for the browser (its render still changes the
+site's state), or (cluster mode) the node's hold on its partition is in doubt. Politeness
+loses nothing: the site clock is in the host record whole, and a site with a wait still
+running stays (`SiteState.is_idle`).
 """
 
 from __future__ import annotations
@@ -33,12 +34,19 @@ def sweep_interval_s(idle_s: float) -> float:
 async def forget_idle_sites(ctx: CrawlContext) -> int:
     """One sweep; returns the sites dropped."""
     sites, clock, idle_s = ctx.sites, ctx.clock, ctx.policy.site_idle_s
-    frontier, working = ctx.frontier, ctx.run.working
+    frontier, working, placement = ctx.frontier, ctx.run.working, ctx.placement
     # Read once: a page queued for the browser during the sweep was fetched just now.
     rendering = ctx.render.queue.sites() if ctx.render is not None else frozenset()
 
     def busy(site: str) -> bool:
-        return working[site] > 0 or frontier.is_held(site) or site in rendering
+        # A cluster node whose hold on the site is in doubt (a hand-over, a lease unsure)
+        # writes no host record of it: the partition's next owner may be writing it.
+        return (
+            working[site] > 0
+            or frontier.is_held(site)
+            or site in rendering
+            or not placement.may_fetch(site)
+        )
 
     forgotten = 0
 
