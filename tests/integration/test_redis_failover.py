@@ -47,13 +47,32 @@ async def _until_answered(call, timeout_s: float = 20.0):
             await asyncio.sleep(0.1)
 
 
+async def _confirmed(leases: RedisLeases, tokens: list[int | None]) -> list[int | None]:
+    """`tokens` from m1's acquire, each confirmed by a replica: on a loaded machine a replica
+    can miss WAIT's 250 ms, and the acquire then answers None for a lease it did write (a
+    CI run saw it). Such a lease is m1's; renewing it until a replica confirms gives its
+    token the same standing. Fails if one is not m1's or stays unconfirmed for 10 s."""
+    deadline = time.monotonic() + 10.0
+    while None in tokens:
+        missing = [p for p, token in enumerate(tokens) if token is None]
+        holders = await leases.holders(missing)
+        assert all(h is not None and h.member == "m1" for h in holders)
+        held = [(p, h.token) for p, h in zip(missing, holders, strict=True) if h is not None]
+        renewed = await leases.renew_many(held, ttl_s=60.0)
+        for (p, token), ok in zip(held, renewed, strict=True):
+            assert ok is not False  # None: not confirmed yet
+            if ok:
+                tokens[p] = token
+        assert time.monotonic() < deadline, f"leases {missing} never confirmed"
+    return tokens
+
+
 async def _held_then_primary_killed(
     leases: RedisLeases, keys: ClusterKeys, cluster: ReplicatedCluster, victim: int | None = None
 ) -> tuple[list[int], list[int]]:
     """m1 takes every partition, then the primary on port `victim` (by default, partition
     0's) dies: the tokens, and the partitions that primary served."""
-    tokens = await leases.acquire_many(range(PARTITIONS), "m1", ttl_s=60.0)
-    assert all(token is not None for token in tokens)
+    tokens = await _confirmed(leases, await leases.acquire_many(range(PARTITIONS), "m1", 60.0))
     if victim is None:
         victim = cluster.primary_of(keys.lease(0))
     on_victim = [p for p in range(PARTITIONS) if cluster.primary_of(keys.lease(p)) == victim]
