@@ -104,7 +104,9 @@ class SiteContainment:
 
     def __init__(self, policy: TrapPolicy) -> None:
         self._policy = policy
-        self._recent: deque[PageVerdict] = deque(maxlen=policy.contain_window)
+        # A deque from the site's first page on: an empty one costs ~600 bytes, and most
+        # sites in memory are only linked to (loop.idle_sites).
+        self._recent: deque[PageVerdict] | tuple[PageVerdict, ...] = ()
         self.reason: ContainReason | None = None
         self.contained_at = 0.0  # epoch seconds; 0 while clear
         self.entry_depth: int | None = None  # the shallowest page fetched on the site
@@ -140,6 +142,8 @@ class SiteContainment:
         self.pages_before += 1
         if verdict is not PageVerdict.DISTINCT:
             self.fetches_before += 1
+        if not isinstance(self._recent, deque):
+            self._recent = deque(maxlen=self._policy.contain_window)
         self._recent.append(verdict)
         counts = [sum(1 for v in self._recent if v is verdict) for verdict in _REASON_OF]
         if sum(counts) < self._policy.contain_pages:
@@ -156,7 +160,7 @@ class SiteContainment:
         self.reason = None
         self.contained_at = 0.0
         self.pages_before = self.fetches_before = 0
-        self._recent.clear()
+        self._recent = ()
         self._clear_run = 0
         self.resting = False
 
@@ -235,7 +239,10 @@ class SiteContainment:
             recent = data.get("recent") or []
             if not isinstance(recent, list):
                 raise TypeError("recent is not a list")
-            state._recent.extend(PageVerdict(v) for v in recent)
+            if recent:
+                state._recent = deque(
+                    (PageVerdict(v) for v in recent), maxlen=policy.contain_window
+                )
         except (TypeError, ValueError) as exc:
             raise DataError(f"containment record is damaged: {exc!s}") from None
         return state

@@ -185,7 +185,9 @@ class SiteTrapState:
         # a well-linked site fall above it, and one comparison turns them away.
         self._largest = _NOT_FULL
         # Each entry: [fingerprint, how many other window entries are near-identical to it].
-        self._recent: deque[list[int]] = deque()
+        # A deque from the site's first page on: an empty one costs ~600 bytes, and most
+        # sites in memory are only linked to (loop.idle_sites).
+        self._recent: deque[list[int]] | tuple[list[int], ...] = ()
         self._flagged = False
 
     # -- importance ---------------------------------------------------------------------
@@ -230,6 +232,8 @@ class SiteTrapState:
         """
         policy = self._policy
         recent = self._recent
+        if not isinstance(recent, deque):
+            recent = self._recent = deque()
         if len(recent) >= policy.similarity_window:
             self._forget(recent.popleft(), policy.similarity_threshold)
         entry = [fingerprint, 0]
@@ -295,11 +299,14 @@ class SiteTrapState:
                 state._referrers.add(h)
             if len(state._referrers) == _SKETCH_SIZE:
                 state._largest = max(state._referrers)
+            window: deque[list[int]] = deque()
             for text in recent[-policy.similarity_window :]:
                 raw = bytes.fromhex(text) if isinstance(text, str) and len(text) == 16 else b""
                 if len(raw) != 8:  # fromhex skips spaces, so a short result is damage too
                     raise ValueError(f"fingerprint {text!r} is not 16 hex digits")
-                state._recent.append([int.from_bytes(raw), 0])
+                window.append([int.from_bytes(raw), 0])
+            if window:
+                state._recent = window
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"traps record is damaged: {exc!s}") from None
         state._flagged = flagged
