@@ -6,6 +6,8 @@
     python -m bench.speed --quick --scope-variants 2   # trawl with scope: any vs domain vs
                                                        # domain + 20 includes + 20 excludes
     python -m bench.speed --render-variants 2   # trawl with --render auto vs off
+    python -m bench.speed --idle-variants 2     # trawl with sites leaving memory after 10 min
+                                                # (the default) vs after 2 s: their price
     python -m bench.speed --gzip          # pages served gzipped (pre-compressed copies), as
                                           # most of the web serves them
     python -m bench.speed --zipf-text     # pages' prose from a real web's vocabulary (a web
@@ -141,18 +143,27 @@ SCOPE_VARIANTS: dict[str, list[str]] = {
 }
 # Issue 18: the render step's price on a web without script-built pages (`--render-variants`).
 RENDER_VARIANTS: dict[str, list[str]] = {"trawl": [], "trawl render off": ["--render", "off"]}
-TRAWL_VARIANTS = {**SCOPE_VARIANTS, **RENDER_VARIANTS}
+# Sites leaving memory when idle (loop.idle_sites), at the default 10 min (never, in a bench
+# run) and at 2 s: most sites then leave between two of their requests and are read back from
+# their host records, the worst a broad crawl's churn could cost (`--idle-variants`).
+IDLE_VARIANTS: dict[str, list[str]] = {"trawl": [], "trawl sites idle 2 s": []}
+CONFIG_TEXT = {"trawl sites idle 2 s": "[crawl]\nsite_idle_s = 2.0\n"}
+TRAWL_VARIANTS = {**SCOPE_VARIANTS, **RENDER_VARIANTS, **IDLE_VARIANTS}
 
 
 def crawler_command(name: str, spec: WebSpec, work: Path, max_time: float) -> list[str]:
     seeds = work / "seeds.txt"
     seeds.write_text("\n".join(spec.seeds) + "\n")
     if name in TRAWL_VARIANTS:
+        config: list[str] = []
+        if name in CONFIG_TEXT:
+            (work / "trawl.toml").write_text(CONFIG_TEXT[name])
+            config = ["--config", str(work / "trawl.toml")]
         return [
             sys.executable, "-m", "trawl", "crawl", "--seeds-file", str(seeds),
             "--data", str(work / "trawl-data"), "--hosts-file", str(spec.hosts_file),
             "--contact", "https://trawl.invalid/bench", "--max-time", str(max_time),
-            *TRAWL_VARIANTS[name],
+            *TRAWL_VARIANTS[name], *config,
         ]  # fmt: skip
     return [
         sys.executable, "-m", "bench.scrapy_baseline.run", "--seeds-file", str(seeds),
@@ -280,6 +291,12 @@ def main() -> int:
         help="trawl only, --render auto then off in turn, ROUNDS times (issue 18)",
     )
     parser.add_argument(
+        "--idle-variants",
+        type=int,
+        metavar="ROUNDS",
+        help="trawl only, sites idle after 10 min (default) then 2 s in turn, ROUNDS times",
+    )
+    parser.add_argument(
         "--gzip", action="store_true", help="serve the pages gzipped (pre-compressed copies)"
     )
     parser.add_argument(
@@ -304,6 +321,8 @@ def main() -> int:
         crawlers = list(SCOPE_VARIANTS) * args.scope_variants  # interleaved: noise spreads
     if args.render_variants:
         crawlers = list(RENDER_VARIANTS) * args.render_variants
+    if args.idle_variants:
+        crawlers = list(IDLE_VARIANTS) * args.idle_variants
     if "scrapy" in crawlers:
         ensure_scrapy()
     figures = [measure(name, spec, root, max_time, warmup, gzipped=args.gzip) for name in crawlers]
@@ -320,6 +339,8 @@ def main() -> int:
     name = "speed-scope" if args.scope_variants else "speed"
     if args.render_variants:
         name = "speed-render"
+    if args.idle_variants:
+        name = "speed-idle"
     if args.gzip:
         name += "-gzip"
     if args.zipf_text:
