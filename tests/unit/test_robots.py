@@ -53,10 +53,14 @@ def test_200_parses_rules_and_trawl_group_beats_star() -> None:
 
 def test_prepare_parses_once_and_returns_self() -> None:
     rules = rules_of(BOTH_GROUPS)
-    assert rules.prepare() is rules
+    assert not rules.is_prepared("trawl")
+    assert rules.prepare("trawl") is rules
+    assert rules.is_prepared("trawl")
+    assert not rules.is_prepared("otherbot")
     assert rules.is_allowed(f"{ORIGIN}/checkout/pay", "trawl") is False
     unreachable = robots_from_response(ORIGIN, 500, None, NOW)
-    assert unreachable.prepare() is unreachable
+    assert unreachable.prepare("trawl") is unreachable
+    assert unreachable.is_prepared("trawl")
 
 
 def test_repr_leaves_out_the_text() -> None:
