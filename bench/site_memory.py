@@ -4,8 +4,9 @@
 
 A broad crawl loads a `SiteState` for every site a page links to (its referrers are
 counted) and for every site it fetches (robots rules, clock, trap and duplicate counters).
-This loads `--sites` of each kind into a SiteBook over a real SQLite record store, measures
-the memory they hold (tracemalloc), then drops them all as idle (`forget_idle`: host record
+This loads `--sites` of each of the first two kinds, and a fiftieth as many fetched sites
+with a large site's robots.txt, into a SiteBook over a real SQLite record store; measures
+the memory they hold (tracemalloc); then drops them all as idle (`forget_idle`: host record
 written, then dropped), commits, and reads each back (`state`): the per-site price of
 `crawl.site_idle_s` (loop.idle_sites).
 """
@@ -35,6 +36,18 @@ ROBOTS = (
     b"User-agent: BadBot\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /nogoogle/\n\n"
     b"Sitemap: https://www.example.com/sitemap.xml\n"
 )
+# A large site's: 31 groups, 640 rules, ~23 KB (trawl obeys the `*` group's 40).
+BIG_ROBOTS = (
+    "".join(
+        f"User-agent: bot{a}\n"
+        + "".join(f"Disallow: /section{r}/private-{a}/*?q=\n" for r in range(20))
+        + "\n"
+        for a in range(30)
+    )
+    + "User-agent: *\n"
+    + "".join(f"Disallow: /path{r}/\n" for r in range(40))
+).encode()
+KINDS = {"linked": b"", "fetched": ROBOTS, "bigrobots": BIG_ROBOTS}
 
 
 def load(book: SiteBook, kind: str, n: int, now: float) -> list[str]:
@@ -45,7 +58,9 @@ def load(book: SiteBook, kind: str, n: int, now: float) -> list[str]:
                 book.note_referrer(site, f"fan{(i + r) % 997}.example")
             continue
         state = book.state(site)
-        state.set_robots(robots_from_response(f"https://www.{site}", 200, ROBOTS, now), "trawl")
+        robots = robots_from_response(f"https://www.{site}", 200, KINDS[kind], now)
+        state.set_robots(robots, "trawl")
+        robots.is_allowed(f"https://www.{site}/", "trawl")
         for k in range(5):  # five pages fetched
             state.clock.start(now + k * 5)
             state.clock.finish(now + k * 5 + 0.3, 0.3, FetchOutcome.OK, policy=POLICY)
@@ -83,9 +98,10 @@ def main() -> None:
             now=lambda: now[0],
         )
         tracemalloc.start()
-        for kind in ("linked", "fetched"):
-            names, grew, _load_s = traced(lambda k=kind: load(book, k, n, now[0]))
-            print(f"{kind:8} {n:,} sites: {grew / n:,.0f} B a site in memory")
+        for kind in KINDS:
+            m = n if kind != "bigrobots" else max(1, n // 50)
+            _names, grew, _load_s = traced(lambda k=kind, m=m: load(book, k, m, now[0]))
+            print(f"{kind:9} {m:,} sites: {grew / m:,.0f} B a site in memory")
         gc.collect()
         held = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
