@@ -1,6 +1,8 @@
 """Issue 19: a shared store that goes away mid-outcome (a cluster's PostgreSQL stopped)
 stops neither the crawl nor loses the page: the turn gives it back to the queue, and it is
-fetched and stored once the store answers again.
+fetched and stored once the store answers again. Nor does one that goes away as a turn
+reads its site's host record (a site's first turn, or one back in memory: loop.idle_sites):
+the turn sends nothing and the site's URLs wait for the next.
 
 Real parts: the crawl loop, the SQLite frontier and records, the page workers, on a virtual
 clock with a scripted fetcher (tests/loop/test_crawl_loop.py's web). The outage: the
@@ -70,3 +72,41 @@ def test_issue_19_a_page_whose_outcome_met_an_outage_is_fetched_again_and_stored
         assert sent[url] >= 2, f"{url} was not fetched again"
         assert url in stored, f"{url} was never stored"
     assert {seed for seed in SEEDS} <= stored
+
+
+class UnreadableHosts(SqliteRecords):
+    """Records whose first FAILURES host-record reads meet a store that went away."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.refused: list[str] = []
+
+    def get_host(self, site: str) -> dict[str, object] | None:
+        if len(self.refused) < FAILURES:
+            self.refused.append(site)
+            raise StoreUnavailable("PostgreSQL 127.0.0.1:5432/trawl: query failed: (a test)")
+        return super().get_host(site)
+
+
+def test_a_turn_whose_host_record_is_unreadable_sends_nothing_and_the_crawl_goes_on(
+    tmp_path: Path,
+) -> None:
+    clock = VirtualClock()
+    fetcher = ScriptedFetcher(web(), clock=clock, hosts=HOSTS, default_ip=None)
+
+    async def crawl_unreadable() -> list[str]:
+        conn = open_database(tmp_path / DB_NAME)
+        records = UnreadableHosts(conn)
+        await crawl_on(settings(), tmp_path, clock, fetcher, SEEDS, conn=conn, records=records)
+        return records.refused
+
+    refused = asyncio.run(clock.run(crawl_unreadable()))
+    assert len(refused) == FAILURES
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        stored = {url for (url,) in conn.execute("SELECT url FROM pages")}
+    finally:
+        conn.close()
+    assert set(SEEDS) <= stored
+    robots = Counter(r.url for r in fetcher.requests if r.url.endswith("/robots.txt"))
+    assert max(robots.values()) == 1  # no site asked twice for lack of its record

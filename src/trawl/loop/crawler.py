@@ -105,7 +105,13 @@ class Crawler:
         run.begin_work(site)
         released = False
         try:
-            lease = await self.requests.take_turn(site, line)
+            try:
+                lease = await self.requests.take_turn(site, line)
+            except StoreUnavailable as exc:
+                # The site's host record could not be read (its first turn, or back in
+                # memory: loop.idle_sites): nothing was sent, its URLs stay queued.
+                log.warning("%s: turn skipped, its host record unreadable: %s", site, exc)
+                return
             if lease is not None:
                 try:
                     previous = self._previous_record(lease.item)

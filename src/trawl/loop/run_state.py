@@ -84,8 +84,13 @@ class RunState:
     def release_site(self, site: str) -> None:
         """Hand the site back to the frontier at its clock's next allowed time (idempotent)."""
         if self._frontier.is_held(site):
+            state = self._sites.loaded(site)
+            if state is None:
+                # Its host record could not be read (a cluster's store went away), so the
+                # turn sent nothing: the next turn reads it again and waits for its clock.
+                self._frontier.release_site(site, self._clock.now() + GATE_RECHECK_S)
+                return
             self._sites.mark_changed(site)
-            state = self._sites.state(site)
             # The politeness wait most requests see: the site's next URL waits out its gap
             # (or backoff) in the frontier, not in a turn (issue 14: it went uncounted).
             wait_s = state.clock.next_allowed_at - self._clock.now()
