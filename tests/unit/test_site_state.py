@@ -99,5 +99,5 @@ def test_a_paused_site_or_a_failing_origin_keeps_a_site() -> None:
     paused.set_limits(SiteLimits(paused=True), POLICY)
     assert not paused.is_idle(10_000.0, IDLE_S)  # the API counts paused sites from memory
     failing = SiteState("f.test")
-    failing.origins.failing["http://www.f.test"] = OriginFailure(1, 200.0)
+    failing.origins.failing = {"http://www.f.test": OriginFailure(1, 200.0)}
     assert not failing.is_idle(10_000.0, IDLE_S)  # not in the host record

@@ -23,7 +23,7 @@ first failure after a restart is treated as the site's (the cautious side).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from trawl.politeness.site_clock import ClockPolicy, FetchOutcome
 
@@ -39,10 +39,12 @@ class OriginFailure:
 
 
 # Mutable: owned with its SiteState by the one task holding the site.
+# Both empty and shared until needed: a set and a dict made for every site cost ~280 bytes,
+# and most sites in memory are only linked to (loop.idle_sites).
 @dataclass(slots=True)
 class OriginHealth:
-    answering: set[str] = field(default_factory=set)  # origins whose last exchange answered
-    failing: dict[str, OriginFailure] = field(default_factory=dict)
+    answering: frozenset[str] = frozenset()  # origins whose last exchange answered
+    failing: dict[str, OriginFailure] | None = None
 
     def note(
         self,
@@ -60,19 +62,25 @@ class OriginHealth:
         """
         if error_kind not in ORIGIN_ERRORS:
             if outcome is not FetchOutcome.NETWORK_ERROR:  # an HTTP answer (or the URL's)
-                self.answering.add(origin)
-                self.failing.pop(origin, None)
+                if origin not in self.answering:
+                    self.answering |= {origin}
+                if self.failing:
+                    self.failing.pop(origin, None)
             return outcome
-        self.answering.discard(origin)
+        if origin in self.answering:
+            self.answering -= {origin}
         if not self.others_answer(origin):
             return outcome
-        previous = self.failing.get(origin)
+        failing = self.failing
+        if failing is None:
+            failing = self.failing = {}
+        previous = failing.get(origin)
         failures = 1 if previous is None else previous.failures + 1
         exponent = min(failures, 64)
         wait_s = min(policy.backoff_max_s, gap_s * policy.backoff_factor**exponent)
         if not math.isfinite(wait_s):
             wait_s = policy.backoff_max_s
-        self.failing[origin] = OriginFailure(failures, now + max(gap_s, wait_s))
+        failing[origin] = OriginFailure(failures, now + max(gap_s, wait_s))
         return FetchOutcome.ORIGIN_ERROR
 
     def others_answer(self, origin: str) -> bool:
@@ -81,5 +89,5 @@ class OriginHealth:
 
     def held_until(self, origin: str) -> float:
         """When `origin`'s URLs may be fetched again (0.0: no hold)."""
-        failure = self.failing.get(origin)
+        failure = self.failing.get(origin) if self.failing else None
         return 0.0 if failure is None else failure.retry_at
