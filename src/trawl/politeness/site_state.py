@@ -14,7 +14,7 @@ from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState, TrapPolicy
 from trawl.politeness.origin_health import OriginHealth
 from trawl.politeness.robots import RobotsRules, RobotsStatus
-from trawl.politeness.site_clock import ClockPolicy, SiteClock, is_parked
+from trawl.politeness.site_clock import ClockPolicy, SiteClock
 from trawl.politeness.site_limits import SiteLimits
 
 _SECONDS_PER_DAY = 86400
@@ -55,11 +55,10 @@ class SiteState:
         wait still running (a backoff, a Retry-After, a park) keeps it too, and a pause: the
         host record holds them, but the site is soon needed again, or counted."""
         clock = self.clock
-        if clock.in_flight or self.origins.failing or now < clock.next_allowed_at:
+        # `is_ready`: no request in flight, no wait running, not parked.
+        if not clock.is_ready(now) or self.origins.failing:
             return False
         if self.paused:  # an operator's: the API counts paused sites from memory
-            return False
-        if is_parked(clock.parked_until, now):
             return False
         return now - max(self.loaded_at, clock.last_finished_at or 0.0) >= idle_s
 
