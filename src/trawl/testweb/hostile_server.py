@@ -20,7 +20,7 @@ import contextlib
 import socket
 import struct
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trawl.testweb.hostile import (
     Drip,
@@ -34,9 +34,9 @@ from trawl.testweb.hostile import (
 from trawl.testweb.request_log import RequestLogRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
-    from typing import SupportsIndex
+    from collections.abc import Callable, Sequence
 
+    from trawl.testweb.arrival import Arrivals
     from trawl.testweb.hostile import HostileSite
 
 _IDLE_S = 75.0  # keep-alive idle timeout, as the main server's
@@ -56,8 +56,10 @@ class HostileServer:
         sites: Sequence[HostileSite],
         port: int,
         write_record: Callable[[RequestLogRecord], None],
+        arrivals: Arrivals,
     ) -> None:
         self._sites = {site.domain: site for site in sites}
+        self._arrivals = arrivals
         self._by_ip = {site.ip: site for site in sites}
         self._responder = HostileResponder(sites, port)
         self._write_record = write_record
@@ -77,7 +79,7 @@ class HostileServer:
 
         def connection() -> asyncio.StreamReaderProtocol:  # asyncio.start_server's, stamped
             reader = _StampingReader(limit=_HEAD_LIMIT, loop=loop)
-            return asyncio.StreamReaderProtocol(reader, self._serve, loop=loop)
+            return _StampingProtocol(self._arrivals, reader, self._serve, loop=loop)
 
         for sock in listeners:
             self._servers.append(await loop.create_server(connection, sock=sock))
@@ -238,15 +240,31 @@ class _Request:
 
 
 class _StampingReader(asyncio.StreamReader):
-    """Notes when bytes were last read: a request's `t_start` (see server.py's
+    """Holds when the bytes of the last read arrived: a request's `t_start` (see server.py's
     `_StampingHandler`: the code waiting on `readuntil` resumes a loop iteration or more
     later, and under load that stamped one request late against the next)."""
 
     received_at: float | None = None
 
-    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
-        self.received_at = time.time()
-        super().feed_data(data)
+
+class _StampingProtocol(asyncio.StreamReaderProtocol):
+    """asyncio.start_server's protocol, stamping its reader with each read's arrival."""
+
+    def __init__(
+        self, arrivals: Arrivals, reader: _StampingReader, *args: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(reader, *args, **kwargs)
+        self._arrivals = arrivals
+        self._stamped = reader
+        self._stamp_transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._stamp_transport = transport
+        super().connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._stamped.received_at = self._arrivals.last(self._stamp_transport) or time.time()
+        super().data_received(data)
 
 
 class _Counter:

@@ -151,6 +151,11 @@ class TestWebProcess:
     def _stderr_tail(self) -> str:
         return self._stderr_path.read_text(errors="replace")[-2000:]
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (tests pause it with SIGSTOP)."""
+        return None if self._proc is None else self._proc.pid
+
     def requests(self) -> list[RequestLogRecord]:
         """Every request logged so far (the log is written line by line)."""
         return read_request_log(self.log_path)

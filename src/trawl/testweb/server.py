@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import json
-import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +21,14 @@ from aiohttp.web_protocol import RequestHandler
 from multidict import CIMultiDict
 
 from trawl.testweb.answers import Reply, Responder
+from trawl.testweb.arrival import Arrivals
 from trawl.testweb.conditional import is_not_modified
 from trawl.testweb.hostile_server import HostileServer
 from trawl.testweb.request_log import RequestLogRecord
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
     from collections.abc import Sequence
     from pathlib import Path
 
@@ -38,17 +39,20 @@ _NOT_ALLOWED = Reply(405, (("Content-Type", "text/plain"), ("Allow", "GET, HEAD"
 _NOT_MODIFIED_HEADERS = frozenset({"ETag", "Last-Modified", "Cache-Control", "Vary"})
 
 
-def bind_listeners(ips: Sequence[str], port: int | None) -> tuple[int, list[socket.socket]]:
+def bind_listeners(
+    ips: Sequence[str], port: int | None, arrivals: Arrivals
+) -> tuple[int, list[socket.socket]]:
     """Listening sockets on every address in `ips` at one port; `port=None` picks a free one.
+    Their connections note in `arrivals` when each read's bytes arrived.
 
     Raises OSError when a given port is busy, or no free port is found.
     """
     for _ in range(_PORT_ATTEMPTS):
         listeners: list[socket.socket] = []
         try:
-            listeners.append(_listener(ips[0], port or 0))
+            listeners.append(arrivals.listener(ips[0], port or 0))
             chosen = int(listeners[0].getsockname()[1])
-            listeners += [_listener(ip, chosen) for ip in ips[1:]]
+            listeners += [arrivals.listener(ip, chosen) for ip in ips[1:]]
         except OSError as exc:
             for sock in listeners:
                 sock.close()
@@ -59,33 +63,25 @@ def bind_listeners(ips: Sequence[str], port: int | None) -> tuple[int, list[sock
     raise OSError(errno.EADDRINUSE, f"no port free on all {len(ips)} test-web addresses")
 
 
-def _listener(ip: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((ip, port))
-        sock.listen(512)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 class _StampingHandler(RequestHandler):
-    """aiohttp's connection protocol, noting when a request's bytes were read.
+    """aiohttp's connection protocol, noting when a request's bytes arrived.
 
-    A request's `t_start` is that time: the handler runs a loop iteration or more later (a
-    task behind every other ready callback), and on a loaded machine the gap reached 15 ms,
-    enough to put two politely spaced requests 0.235 s apart in the log under a 0.25 s gap.
-    A GET arrives whole and nothing follows it on the connection until it is answered
-    (clients here do not pipeline), so the last read before the handler is the request's.
+    A request's `t_start` is that time (testweb/arrival.py): the handler runs a loop
+    iteration or more later (a task behind every other ready callback), and on a loaded
+    machine the gap reached 15 ms, enough to put two politely spaced requests 0.235 s apart
+    in the log under a 0.25 s gap. A GET arrives whole and nothing follows it on the
+    connection until it is answered (clients here do not pipeline), so the last read before
+    the handler is the request's.
     """
 
     received_at: float | None = None
 
+    def __init__(self, arrivals: Arrivals, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arrivals = arrivals
+
     def data_received(self, data: bytes) -> None:
-        self.received_at = time.time()
+        self.received_at = self._arrivals.last(self.transport) or time.time()
         super().data_received(data)
 
 
@@ -112,7 +108,8 @@ class TestWebServer:
 
     async def start(self, loop: asyncio.AbstractEventLoop, port: int | None = None) -> int:
         """Bind every address and start serving; returns the port."""
-        self.port, listeners = bind_listeners(self._web.ips(), port)
+        arrivals = Arrivals()
+        self.port, listeners = bind_listeners(self._web.ips(), port, arrivals)
         self._responder = Responder(self._web, self.port)
         low = self._low = web.Server(self._handle)
         hostile_ips = {site.ip for site in self._web.hostile}
@@ -121,14 +118,14 @@ class TestWebServer:
         options: dict[str, Any] = {"access_log": None, "keepalive_timeout": 75}
 
         def connection() -> _StampingHandler:
-            return _StampingHandler(low, loop=loop, **options)
+            return _StampingHandler(arrivals, low, loop=loop, **options)
 
         try:
             for sock in listeners:
                 if sock.getsockname()[0] not in hostile_ips:
                     self._servers.append(await loop.create_server(connection, sock=sock))
             if hostile_ips:
-                self._hostile = HostileServer(self._web.hostile, self.port, self._write)
+                self._hostile = HostileServer(self._web.hostile, self.port, self._write, arrivals)
                 await self._hostile.start(
                     [sock for sock in listeners if sock.getsockname()[0] in hostile_ips]
                 )
