@@ -172,7 +172,7 @@ def echo_batch(pages: list[Any]) -> list[Any]:
         links = tuple(
             FoundLink(f"{page.url}/l/{i}", f"{i:016x}", "bench.test") for i in range(LINKS)
         )
-        out.append(PageOutput("0" * 32, record, links, False, False, 0, 1, "sha1:X", 300, "", 1))
+        out.append(PageOutput("0" * 32, record, links, False, False, 0, 1, 300, "", 1))
     return out
 
 

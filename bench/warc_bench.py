@@ -33,7 +33,7 @@ from trawl.store.warc_record import (
     Codec,
     encode_response_record,
     new_record_id,
-    sha1_digest,
+    sha256_digest,
     warc_date,
 )
 
@@ -136,8 +136,8 @@ def igzip_encoder(level: int) -> Encoder:
         warc_head = (
             f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {new_record_id()}\r\n"
             f"WARC-Date: {warc_date(FETCHED_AT)}\r\nWARC-Target-URI: {URL.format(n=n)}\r\n"
-            f"WARC-IP-Address: 127.0.0.1\r\nWARC-Block-Digest: {sha1_digest(head, body)}\r\n"
-            f"WARC-Payload-Digest: {sha1_digest(body)}\r\n"
+            f"WARC-IP-Address: 127.0.0.1\r\nWARC-Block-Digest: {sha256_digest(head, body)}\r\n"
+            f"WARC-Payload-Digest: {sha256_digest(body)}\r\n"
             f"Content-Type: application/http; msgtype=response\r\n"
             f"Content-Length: {len(head) + len(body)}\r\n\r\n"
         ).encode()
@@ -147,9 +147,9 @@ def igzip_encoder(level: int) -> Encoder:
 
 
 def digests_only(n: int, head: bytes, body: bytes) -> bytes:
-    """Lower bound: the two sha1 digests every variant must compute."""
-    sha1_digest(head, body)
-    sha1_digest(body)
+    """Lower bound: the two sha256 digests every variant must compute."""
+    sha256_digest(head, body)
+    sha256_digest(body)
     return b""
 
 
@@ -217,7 +217,7 @@ def main() -> None:
     )
     print(f"{'variant':<24} {'us/record':>9} {'MB/s in':>9} {'ratio':>7} {'KB/rec':>8}  readers")
     variants: list[tuple[str, Encoder]] = [
-        ("sha1 x2 only (floor)", digests_only),
+        ("sha256 x2 only (floor)", digests_only),
         ("warcio WARCWriter", warcio_encoder),
     ]
     variants += [(f"trawl zlib {lv}", trawl_encoder(Codec.ZLIB, lv)) for lv in (1, 3, 6)]

@@ -24,8 +24,8 @@ if os.environ.get("WORKER_STAGES_OUT") and is_forkserver():
     OUT = os.environ["WORKER_STAGES_OUT"]
     STAGES = (
         "decode_html", "parse_decoded", "links_of_tree", "parse_x_robots_tag", "content_hash",
-        "_encode_capture", "normalise_links", "sha1_digest", "_main_text", "_canonical",
-        "shape_of_tree",
+        "_encode_capture", "normalise_links", "sha1_digest", "body_sha256", "_main_text",
+        "_canonical", "shape_of_tree",
     )  # fmt: skip
     _cpu = dict.fromkeys(STAGES, 0.0)
     _totals = {"batches": 0, "pages": 0, "process_pages": 0.0}
@@ -60,7 +60,8 @@ if os.environ.get("WORKER_STAGES_OUT") and is_forkserver():
 
     page_work._main_text = _hinted_main_text  # timed below, with the rest
     for _name in STAGES:
-        setattr(page_work, _name, _timed(_name, getattr(page_work, _name)))
+        if hasattr(page_work, _name):  # a stage of some trees only (--src)
+            setattr(page_work, _name, _timed(_name, getattr(page_work, _name)))
 
     _process_pages = page_work.process_pages
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import io
@@ -28,7 +27,7 @@ from trawl.store.warc_record import (
     parse_record,
     parse_response,
     rewrite_head_for_decoded,
-    sha1_digest,
+    sha256_digest,
     warc_date,
 )
 
@@ -49,8 +48,8 @@ def encode(**overrides: object):
     return encode_response_record(**args)  # type: ignore[arg-type]
 
 
-def b32sha1(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+def hexsha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def test_record_is_one_gzip_member_with_the_required_headers():
@@ -71,12 +70,25 @@ def test_record_is_one_gzip_member_with_the_required_headers():
     assert block == HEAD + BODY
 
 
-def test_digests_are_sha1_base32_of_block_and_payload():
+def test_digests_are_sha256_hex_of_block_and_payload():
     rec = encode()
     headers, _ = parse_record(gunzip_member(rec.data))
-    assert headers["WARC-Block-Digest"] == b32sha1(HEAD + BODY)
-    assert headers["WARC-Payload-Digest"] == b32sha1(BODY) == rec.payload_digest
-    assert sha1_digest(HEAD, BODY) == b32sha1(HEAD + BODY)
+    assert headers["WARC-Block-Digest"] == hexsha256(HEAD + BODY)
+    assert headers["WARC-Payload-Digest"] == hexsha256(BODY) == rec.payload_digest
+    assert sha256_digest(HEAD, BODY) == hexsha256(HEAD + BODY)
+
+
+def test_a_payload_sha256_the_caller_has_is_the_payload_digest():
+    """page_work hashes a body once, for its content hash and this digest; the block digest
+    is still computed here. A wrong one given would be written (it is the caller's word), so
+    this only checks it is used, and that the record still verifies when it is right."""
+    given = hashlib.sha256(BODY).hexdigest()
+    rec = encode(payload_sha256=given)
+    assert rec.payload_digest == f"sha256:{given}"
+    records = list(ArchiveIterator(io.BytesIO(rec.data), check_digests="raise"))
+    assert [r.rec_type for r in records] == ["response"]
+    trusted = encode(payload_sha256="ab" * 32)
+    assert trusted.payload_digest == "sha256:" + "ab" * 32
 
 
 def test_truncated_body_is_marked_and_ip_is_optional():
@@ -154,7 +166,7 @@ def test_parse_response_rejects_warcinfo():
     assert headers["WARC-Type"] == "warcinfo"
     assert b"software: trawl/9\r\n" in block
     assert b"format: WARC File Format 1.1\r\n" in block
-    assert headers["WARC-Block-Digest"] == b32sha1(block)
+    assert headers["WARC-Block-Digest"] == hexsha256(block)
     with pytest.raises(DataError, match="expected a response"):
         parse_response(raw)
 
@@ -172,9 +184,9 @@ def test_warc_date_is_utc_whole_seconds():
 
 
 @given(st.lists(st.binary(max_size=300), max_size=3))
-def test_sha1_digest_is_the_stdlib_base32_of_sha1(parts: list[bytes]):
-    expected = base64.b32encode(hashlib.sha1(b"".join(parts)).digest()).decode("ascii")
-    assert sha1_digest(*parts) == f"sha1:{expected}"
+def test_sha256_digest_is_the_stdlib_hex_of_sha256(parts: list[bytes]):
+    expected = hashlib.sha256(b"".join(parts)).hexdigest()
+    assert sha256_digest(*parts) == f"sha256:{expected}"
 
 
 def test_record_ids_are_random_version_4_uuid_urns():
@@ -250,7 +262,7 @@ def test_revisit_record_refers_to_the_original_and_reads_in_warcio() -> None:
     assert head.get_header("WARC-Refers-To") == original.record_id
     assert head.get_header("WARC-Refers-To-Target-URI") == "https://example.test/a?b=1"
     assert head.get_header("WARC-Profile") == REVISIT_PROFILE
-    assert head.get_header("WARC-Payload-Digest") == sha1_digest(BODY)
+    assert head.get_header("WARC-Payload-Digest") == sha256_digest(BODY)
     assert records[1].http_headers.get_statuscode() == "200"
     warc_headers, block = parse_record(gunzip_member(revisit.data))
     assert block == HEAD  # no payload: it lives in the original

@@ -18,11 +18,7 @@ from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.render_need import RenderReason, render_reason, visible_text_chars
 from trawl.parse.sitemap import SitemapKind, parse_sitemap
 from trawl.store.capture import encode_exchange
-from trawl.store.warc_record import (
-    EncodedRecord,
-    sha1_digest,
-    warc_level,
-)
+from trawl.store.warc_record import EncodedRecord, warc_level
 from trawl.urls.link_memo import LinkMemo
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
 from trawl.urls.registered_domain import host_of, site_of_normalised
@@ -81,7 +77,6 @@ class PageOutput(NamedTuple):
     # 64-bit simhash of the main text, boilerplate removed (parse.fingerprint): near-copies,
     # the record's `simhash`, and the trap alarm's similarity window.
     simhash: int
-    payload_digest: str  # WARC-Payload-Digest of the body, for revisit records
     text_tokens: int  # prose tokens the simhash saw; too few and it is not matched
     canonical: str  # normalised <link rel="canonical"> target, "" when absent or invalid
     # What the trap alarm's similarity window compares (frontier.traps, frontier.containment):
@@ -110,7 +105,16 @@ def _page_output(*fields: Any) -> PageOutput:
 
 def content_hash(body: bytes) -> str:
     """Exact-content fingerprint: first 32 hex digits of SHA-256 of the body."""
-    return hashlib.sha256(body).hexdigest()[:32]
+    return body_sha256(body)[:_CONTENT_HASH_DIGITS]
+
+
+def body_sha256(body: bytes) -> str:
+    """The body's sha256 (hex): a page's content hash and its WARC payload digest, taken
+    once for both."""
+    return hashlib.sha256(body).hexdigest()
+
+
+_CONTENT_HASH_DIGITS = 32
 
 
 def process_page(page: PageInput) -> PageOutput:
@@ -123,11 +127,11 @@ def process_page(page: PageInput) -> PageOutput:
     noindex = parsed.noindex or header.noindex
     nofollow = parsed.nofollow or header.nofollow
     record = request = None
-    digest = content_hash(page.body)
+    sha256 = body_sha256(page.body)
+    digest = sha256[:_CONTENT_HASH_DIGITS]
     if page.store_body and not noindex and digest != page.known_content_hash:
-        record, request = _encode_capture(page)
+        record, request = _encode_capture(page, sha256)
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
-    payload_digest = record.payload_digest if record is not None else sha1_digest(page.body)
     simhash, tokens = _main_text(page.url, page.body, decoded)
     needs_render = render_reason(tree, tokens)  # before shape_of_tree strips the tree
     return PageOutput(
@@ -138,7 +142,6 @@ def process_page(page: PageInput) -> PageOutput:
         nofollow,
         bad,
         simhash,
-        payload_digest,
         tokens,
         _canonical(parsed.canonical, parsed.base_url),
         # Last: shape_of_tree strips page chrome from the tree.
@@ -171,7 +174,7 @@ _window_hints: dict[str, int] = {}
 _MAX_WINDOW_HINTS = 100_000  # ~10 MB at worst
 
 
-def _encode_capture(page: PageInput) -> tuple[EncodedRecord, EncodedRecord | None]:
+def _encode_capture(page: PageInput, sha256: str) -> tuple[EncodedRecord, EncodedRecord | None]:
     """The response record and the request record that name each other (store/capture.py)."""
     return encode_exchange(
         url=page.url,
@@ -182,6 +185,7 @@ def _encode_capture(page: PageInput) -> tuple[EncodedRecord, EncodedRecord | Non
         truncated=page.truncated,
         request_head=page.request_head,
         level=warc_level(page.warc_level),
+        payload_sha256=sha256,
     )
 
 

@@ -36,9 +36,11 @@ def encode_exchange(
     truncated: bool,
     request_head: bytes,
     level: int,
+    payload_sha256: str = "",
 ) -> tuple[EncodedRecord, EncodedRecord | None]:
     """The response record of one exchange and its request record (None without a request
-    head), naming each other; `http_head` as received, rewritten for the decoded payload."""
+    head), naming each other; `http_head` as received, rewritten for the decoded payload.
+    `payload_sha256`: the payload's sha256 (hex) when the caller has it already."""
     request_id = new_record_id() if request_head else ""
     response = encode_response_record(
         url=url,
@@ -49,6 +51,7 @@ def encode_exchange(
         truncated=truncated,
         level=level,
         concurrent_to=request_id,
+        payload_sha256=payload_sha256,
     )
     request = _request_record(
         url, fetched_at, ip, request_head, response.record_id, request_id or None, level

@@ -7,7 +7,12 @@ How this works (pure: no files, no clock; run it in a worker thread or process):
   offset and length.
 - For a response the block is the HTTP head exactly as the caller gives it (status line and
   headers ending in CRLF CRLF) followed by the payload, the HTTP body. WARC-Block-Digest is the
-  sha1 of the block, WARC-Payload-Digest the sha1 of the payload, both base32 (§5.8, §5.9).
+  sha256 of the block, WARC-Payload-Digest the sha256 of the payload, both "sha256:" + hex
+  (§5.8, §5.9; the labelled form Webrecorder's tools write, which warcio, FastWARC and pywb
+  read and verify). The payload's sha256 is also the page's content hash (parse/page_work.py),
+  so a page's body is hashed twice (block, payload), not three times as with sha1 digests
+  beside a sha256 content hash. Records written before (sha1, base32) stay valid, and a
+  revisit of such an original repeats its sha1 digest.
 - Each gzip member carries the "sl" (skip length) extra field that WARC 0.9 recommended and
   wget still writes: member length and record length, 4 bytes little-endian each. Readers
   ignore it (RFC 1952 §2.3.1.1: FEXTRA is optional data), and `recover_tail` uses it to hop
@@ -78,7 +83,7 @@ class EncodedRecord(NamedTuple):  # a NamedTuple: cheap to pickle back from a wo
     """One complete gzip member holding one WARC record, ready to append to a file."""
 
     data: bytes
-    payload_digest: str  # "sha1:BASE32" of the HTTP body
+    payload_digest: str  # "sha256:HEX" of the HTTP body ("sha1:BASE32" before)
     record_id: str  # "<urn:uuid:...>"
     cdx: CdxEntry | None = None  # its index entry; None for records not indexed (request)
 
@@ -100,23 +105,17 @@ class StoredBody:
         return first_header(self.http_headers, name)
 
 
-# Base32 (RFC 4648) of a 20-byte sha1 digest: 160 bits, 32 characters, no padding. Ten
-# bits at a time from one int, two characters per table entry: the stdlib's b32encode is a
-# Python loop, ~7 us a digest, and a page's records take three digests.
-_B32_PAIRS = [
-    a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-]
-_B32_SHIFTS = range(150, -1, -10)
-
-
-def sha1_digest(*parts: bytes) -> str:
-    """WARC digest value: "sha1:" + base32 of the sha1 of the concatenated parts."""
-    h = hashlib.sha1(usedforsecurity=False)
+def sha256_digest(*parts: bytes) -> str:
+    """WARC digest value: "sha256:" + hex of the sha256 of the concatenated parts."""
+    h = hashlib.sha256()
     for part in parts:
         h.update(part)
-    bits = int.from_bytes(h.digest(), "big")
-    pairs = _B32_PAIRS
-    return "sha1:" + "".join([pairs[bits >> shift & 0x3FF] for shift in _B32_SHIFTS])
+    return "sha256:" + h.hexdigest()
+
+
+def labelled_sha256(hex_digest: str) -> str:
+    """The WARC digest value of a sha256 the caller already has (hex)."""
+    return "sha256:" + hex_digest
 
 
 @lru_cache(maxsize=16)  # a response and its request record share their capture's date
@@ -146,12 +145,14 @@ def encode_response_record(
     codec: Codec = DEFAULT_CODEC,
     record_id: str | None = None,
     concurrent_to: str = "",
+    payload_sha256: str = "",
 ) -> EncodedRecord:
     """Build the gzip member of one response record.
 
     `http_head` is the status line and headers ending in CRLF CRLF; if the body was decoded,
     pass it through `rewrite_head_for_decoded` first. `truncated` adds `WARC-Truncated: length`.
     `concurrent_to` is the record id of the request record that asked for it (§5.7).
+    `payload_sha256`: the payload's sha256 (hex) if the caller has it, to save a pass.
     Raises ValueError when `http_head` is not a complete head or `url` holds a line break.
     """
     if not http_head.startswith(b"HTTP/") or not http_head.endswith(_END):
@@ -162,10 +163,10 @@ def encode_response_record(
     if "\r" in url or "\n" in url:
         raise ValueError(f"WARC-Target-URI cannot hold a line break: {url!r}")
     rid = record_id or new_record_id()
-    payload_digest = sha1_digest(payload)
+    payload_digest = labelled_sha256(payload_sha256 or hashlib.sha256(payload).hexdigest())
     fields = _capture_fields("response", rid, fetched_at, url, ip, concurrent_to)
     fields += [
-        ("WARC-Block-Digest", sha1_digest(http_head, payload)),
+        ("WARC-Block-Digest", sha256_digest(http_head, payload)),
         ("WARC-Payload-Digest", payload_digest),
     ]
     if truncated:
@@ -204,7 +205,7 @@ def encode_request_record(
     rid = record_id or new_record_id()
     fields = _capture_fields("request", rid, fetched_at, url, ip, concurrent_to)
     fields += [
-        ("WARC-Block-Digest", sha1_digest(request_head)),
+        ("WARC-Block-Digest", sha256_digest(request_head)),
         ("Content-Type", REQUEST_CONTENT_TYPE),
         ("Content-Length", str(len(request_head))),
     ]
@@ -261,7 +262,7 @@ def encode_revisit_record(
         ("WARC-Refers-To", refers_to_id),
         ("WARC-Refers-To-Target-URI", refers_to_url),
         ("WARC-Refers-To-Date", warc_date(refers_to_at)),
-        ("WARC-Block-Digest", sha1_digest(http_head)),
+        ("WARC-Block-Digest", sha256_digest(http_head)),
         ("WARC-Payload-Digest", payload_digest),
         ("Content-Type", RESPONSE_CONTENT_TYPE),
         ("Content-Length", str(len(http_head))),
@@ -291,7 +292,7 @@ def encode_conversion_record(
     if not refers_to_id:
         raise ValueError("a conversion record must name the record it was made from")
     rid = new_record_id()
-    digest = sha1_digest(html)
+    digest = sha256_digest(html)
     fields = [
         ("WARC-Type", "conversion"),
         ("WARC-Record-ID", rid),
@@ -330,7 +331,7 @@ def encode_warcinfo_record(
         ("WARC-Record-ID", rid),
         ("WARC-Date", warc_date(created_at)),
         ("WARC-Filename", filename),
-        ("WARC-Block-Digest", sha1_digest(body)),
+        ("WARC-Block-Digest", sha256_digest(body)),
         ("Content-Type", "application/warc-fields"),
         ("Content-Length", str(len(body))),
     ]
