@@ -32,8 +32,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("normalise links + urlHash + site", ("normalise_links",)),
     ("WARC record: gzip (ISA-L)", ("gzip_member",)),
-    ("WARC record: sha1 digests, headers", ("encode_response_record",)),
-    ("content hash (sha256)", ("content_hash",)),
+    ("WARC record: digests (sha1 before 4f0d494), headers", ("encode_response_record",)),
+    ("content hash = payload digest (sha256)", ("content_hash", "body_sha256")),
     ("worker: pickling, pipes", ("_sendback_result", "Queue.get", "SimpleQueue")),
     (
         "main: hand-off to workers (pickle, pipe, futures)",

@@ -218,3 +218,72 @@ def test_issue_13_hold_of_a_site_without_work_leaves_nothing_behind() -> None:
     s.release("c.test", ready_at=3.0)
     assert s.forget_idle() == 1
     assert s.stats().sites == 0
+
+
+def test_a_slot_dropped_and_made_again_never_matches_its_old_entries() -> None:
+    """Versions are never reused: forget_idle leaves the heap alone, and the old entry of a
+    site that comes back must not hand it out at its old, earlier ready time."""
+    s = SiteSchedule()
+    s.add_work("a.test", Line.SLOW, 1, ready_at=5.0)  # heap entry at 5.0
+    s.move("a.test", 1.0)  # an operator's shorter gap: the 5.0 entry is stale, still queued
+    assert pop(s, 1.0) == "a.test"
+    s.take_work("a.test", Line.SLOW)
+    s.release("a.test", ready_at=2.0)
+    assert s.forget_idle() == 1
+    s.add_work("a.test", Line.SLOW, 1, ready_at=50.0)  # back, ready much later
+    assert pop(s, 5.0) is None  # not at the stale entry's 5.0
+    assert s.next_ready_at() == 50.0
+    assert pop(s, 50.0) == "a.test"
+
+
+def test_forget_idle_looks_only_at_sites_emptied_since_its_last_call() -> None:
+    s = SiteSchedule()
+    for i in range(100):
+        s.add_work(f"s{i}.test", Line.SLOW, 2)
+    turns = [pop(s, 0.0) for _ in range(100)]
+    for site in turns:
+        assert site is not None
+        s.take_work(site, Line.SLOW)
+        s.release(site, ready_at=1.0)  # one URL left each: not idle
+    assert s.forget_idle() == 0
+    assert not s._emptied  # nothing to look at again
+    drained = [pop(s, 1.0) for _ in range(3)]
+    for site in drained:
+        assert site is not None
+        s.take_work(site, Line.SLOW)
+        s.release(site, ready_at=2.0)
+    assert len(s._emptied) == 3
+    assert s.forget_idle() == 3
+    assert s.stats().sites == 97
+    s.add_work("gone.test", Line.FAST, 1)
+    s.take_work("gone.test", Line.FAST)  # skipped while waiting (an exclude), not busy
+    assert s.forget_idle() == 1
+    assert pop(s, 5.0) is not None  # the rest still served; the stale entry is skipped
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["add", "pop", "forget"])),
+                max_size=60))  # fmt: skip
+def test_forget_idle_never_loses_queued_work(ops: list[tuple[int, str]]) -> None:
+    """Whatever the order of work, turns and forgets, every URL added is handed out once."""
+    s = SiteSchedule()
+    now = 0.0
+    added = taken = 0
+    for n, op in ops:
+        now += 1.0
+        if op == "add":
+            s.add_work(f"s{n}.test", Line.SLOW, 1, ready_at=now)
+            added += 1
+        elif op == "pop":
+            turn = s.pop_ready(now)
+            if turn is not None:
+                s.take_work(turn[0], turn[1])
+                taken += 1
+                s.release(turn[0], ready_at=now + 0.5)
+        else:
+            s.forget_idle()
+    while (turn := s.pop_ready(now := now + 1.0)) is not None:
+        s.take_work(turn[0], turn[1])
+        taken += 1
+        s.release(turn[0], ready_at=now + 0.5)
+    assert taken == added
+    assert s.stats().queued_slow == 0

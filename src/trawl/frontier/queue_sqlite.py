@@ -303,8 +303,9 @@ class SqliteFrontier:
         return s.queued_fast + s.queued_slow + s.queued_refresh
 
     def forget_idle_sites(self) -> int:
-        """Drop the schedule's slots of sites with nothing queued (a continuous crawl meets
-        millions of sites; their slots come back with their next URL)."""
+        """Drop the schedule's slots of sites with nothing queued and no turn (a broad crawl
+        meets millions of sites; their slots come back with their next URL). Costs the
+        sites drained since the last call."""
         return self._schedule.forget_idle()
 
     def queued_for(self, site: str) -> int:

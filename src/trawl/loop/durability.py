@@ -207,8 +207,9 @@ class Durability:
             now = self._clock.now()
             if checkpoint_due(now, self._last_checkpoint, policy.checkpoint_interval_s):
                 await self.checkpoint()
-                if policy.limits.continuous:
-                    self._frontier.forget_idle_sites()
+                # A broad crawl meets millions of sites, one-shot or not; a drained one's
+                # slot comes back with its next URL.
+                self._frontier.forget_idle_sites()
 
     def _forget_kept(self) -> None:
         """After a commit: the log's changes the database now holds are dropped."""
