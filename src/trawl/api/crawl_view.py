@@ -93,8 +93,10 @@ def status_kinds(statuses: Mapping[str, int], prefix: str) -> dict[str, int]:
 
 
 def site_counts(ctx: CrawlContext) -> dict[str, int]:
-    """Sites by state. Backing off, parked and paused walk the sites in memory: loaded in
-    this run and used within `crawl.site_idle_s` (loop.idle_sites), or paused, or waiting."""
+    """Sites by state. Known: the frontier's, with URLs queued or a turn running, or
+    drained since the last checkpoint (a drained site's slot is dropped then). Backing off,
+    parked and paused walk the sites in memory: loaded in this run and used within
+    `crawl.site_idle_s` (loop.idle_sites), or paused, or waiting."""
     now = ctx.clock.now()
     sched = ctx.frontier.stats()
     backing_off = parked = paused = 0
