@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from tests.integration.testweb_client import UA, fetch
+from tests.integration.testweb_client import UA, fetch, logged
 
 from trawl.testweb.politeness import ViolationKind, check_politeness
 from trawl.testweb.process import TestWebProcess
@@ -20,28 +20,11 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from trawl.testweb.request_log import RequestLogRecord
-
 
 @pytest.fixture(scope="module")
 def proc() -> Iterator[TestWebProcess]:
     with TestWebProcess(sites=12, pages=12, seed=3) as running:
         yield running
-
-
-def logged(proc: TestWebProcess, host: str, path: str, since: float) -> RequestLogRecord:
-    """The log record for one request made after `since`.
-
-    The server writes it just after sending the response, so poll briefly.
-    """
-    deadline = time.monotonic() + 2.0
-    while True:
-        found = [r for r in proc.requests() if (r.host, r.path) == (host, path)]
-        found = [r for r in found if r.t_start >= since]
-        if found or time.monotonic() > deadline:
-            assert len(found) == 1, path
-            return found[0]
-        time.sleep(0.01)
 
 
 def site_with(web: TestWeb, variant: RobotsVariant) -> Site:

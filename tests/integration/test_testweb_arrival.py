@@ -13,15 +13,13 @@ import time
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.integration.testweb_client import UA, logged
 
 from trawl.testweb.process import TestWebProcess
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from trawl.testweb.request_log import RequestLogRecord
-
-UA = "trawl/0.1 (+https://example.org/trawl)"
 PAUSE_S = 0.3
 
 
@@ -40,27 +38,20 @@ def address(proc: TestWebProcess, which: str) -> tuple[str, str, str]:
     return normal.hosts[0], normal.ip_of(normal.hosts[0]), "/"
 
 
-def logged(proc: TestWebProcess, host: str, path: str, since: float) -> RequestLogRecord:
-    deadline = time.monotonic() + 5.0
-    while True:
-        found = [r for r in proc.requests() if (r.host, r.path) == (host, path)]
-        found = [r for r in found if r.t_end >= since]
-        if found or time.monotonic() > deadline:
-            assert len(found) == 1, path
-            return found[0]
-        time.sleep(0.01)
-
-
+@pytest.mark.parametrize("connected", [True, False], ids=["kept-alive", "new-connection"])
 @pytest.mark.parametrize("which", ["normal", "hostile"])
 def test_a_request_sent_while_the_server_is_paused_is_stamped_when_sent(
-    proc: TestWebProcess, which: str
+    proc: TestWebProcess, which: str, connected: bool
 ) -> None:
+    """On an open connection, as a crawler's kept-alive one; or connected and sent while
+    paused, so the server accepts the connection only later."""
     host, ip, path = address(proc, which)
     pid = proc.pid
     assert pid is not None
     conn = http.client.HTTPConnection(ip, proc.port, timeout=10)
     try:
-        conn.connect()  # an open connection, as a crawler's kept-alive one
+        if connected:
+            conn.connect()
         os.kill(pid, signal.SIGSTOP)
         try:
             sent = time.time()
@@ -73,33 +64,7 @@ def test_a_request_sent_while_the_server_is_paused_is_stamped_when_sent(
         assert response.status == 200
     finally:
         conn.close()
-    record = logged(proc, host, path, sent)
+    record = logged(proc, host, path, sent - 0.005)
     # Stamped when the bytes arrived, not PAUSE_S later when the server read them.
     assert sent - 0.005 <= record.t_start < sent + 0.05
     assert record.t_end >= sent + PAUSE_S
-
-
-@pytest.mark.parametrize("which", ["normal", "hostile"])
-def test_a_new_connections_first_request_is_stamped_when_sent(
-    proc: TestWebProcess, which: str
-) -> None:
-    """Connected and sent while paused: the server accepts the connection only later."""
-    host, ip, path = address(proc, which)
-    pid = proc.pid
-    assert pid is not None
-    conn = http.client.HTTPConnection(ip, proc.port, timeout=10)
-    try:
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            sent = time.time()
-            conn.request("GET", path, headers={"Host": f"{host}:{proc.port}", "User-Agent": UA})
-            time.sleep(PAUSE_S)
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        response = conn.getresponse()
-        response.read()
-        assert response.status == 200
-    finally:
-        conn.close()
-    record = logged(proc, host, path, sent)
-    assert sent - 0.005 <= record.t_start < sent + 0.05
