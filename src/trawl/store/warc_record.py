@@ -110,7 +110,7 @@ def sha256_digest(*parts: bytes) -> str:
     h = hashlib.sha256()
     for part in parts:
         h.update(part)
-    return "sha256:" + h.hexdigest()
+    return labelled_sha256(h.hexdigest())
 
 
 def labelled_sha256(hex_digest: str) -> str:
@@ -163,7 +163,7 @@ def encode_response_record(
     if "\r" in url or "\n" in url:
         raise ValueError(f"WARC-Target-URI cannot hold a line break: {url!r}")
     rid = record_id or new_record_id()
-    payload_digest = labelled_sha256(payload_sha256 or hashlib.sha256(payload).hexdigest())
+    payload_digest = labelled_sha256(payload_sha256) if payload_sha256 else sha256_digest(payload)
     fields = _capture_fields("response", rid, fetched_at, url, ip, concurrent_to)
     fields += [
         ("WARC-Block-Digest", sha256_digest(http_head, payload)),

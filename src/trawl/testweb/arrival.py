@@ -12,7 +12,7 @@ stamp back with the bytes.
 How: listening sockets are `ArrivalListener`s, whose `accept` returns connections that
 read with `recvmsg` and note each read's stamp in the shared `Arrivals`, by file
 descriptor. asyncio's selector transport calls `recv` and then `data_received` at once, so
-`Arrivals.last(transport)` in `data_received` is the stamp of the bytes just handed over.
+`Arrivals.arrived_at(transport)` in `data_received` is the stamp of the bytes just handed over.
 Where the kernel gives no stamp (not Linux), the read's own time stands in.
 """
 
@@ -69,6 +69,10 @@ class Arrivals:
         """When the bytes of the transport's last read arrived (epoch seconds), or None."""
         sock = None if transport is None else transport.get_extra_info("socket")
         return None if sock is None else self._at.get(sock.fileno())
+
+    def arrived_at(self, transport: asyncio.BaseTransport | None) -> float:
+        """`last(transport)`, or now for a socket that noted no read (not one of ours)."""
+        return self.last(transport) or time.time()
 
     def note(self, fd: int, at: float) -> None:
         self._at[fd] = at

@@ -263,7 +263,7 @@ class _StampingProtocol(asyncio.StreamReaderProtocol):
         super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        self._stamped.received_at = self._arrivals.last(self._stamp_transport) or time.time()
+        self._stamped.received_at = self._arrivals.arrived_at(self._stamp_transport)
         super().data_received(data)
 
 

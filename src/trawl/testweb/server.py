@@ -81,7 +81,7 @@ class _StampingHandler(RequestHandler):
         self._arrivals = arrivals
 
     def data_received(self, data: bytes) -> None:
-        self.received_at = self._arrivals.last(self.transport) or time.time()
+        self.received_at = self._arrivals.arrived_at(self.transport)
         super().data_received(data)
 
 
