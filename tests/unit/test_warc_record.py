@@ -7,6 +7,7 @@ import hashlib
 import io
 import struct
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -181,6 +182,12 @@ def test_bad_head_or_url_is_a_caller_bug():
 def test_warc_date_is_utc_whole_seconds():
     assert warc_date(0.999) == "1970-01-01T00:00:00Z"
     assert warc_date(1_796_000_000) == "2026-11-30T00:53:20Z"
+
+
+@given(st.floats(min_value=0, max_value=253_402_300_799.0))  # up to 9999-12-31T23:59:59
+def test_warc_date_is_the_datetime_iso_form(at: float):
+    expected = datetime.fromtimestamp(int(at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert warc_date(at) == expected
 
 
 @given(st.lists(st.binary(max_size=300), max_size=3))

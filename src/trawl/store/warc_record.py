@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 import zlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -121,7 +121,8 @@ def labelled_sha256(hex_digest: str) -> str:
 @lru_cache(maxsize=16)  # a response and its request record share their capture's date
 def warc_date(at: float) -> str:
     """Epoch seconds as a WARC-Date: UTC, ISO 8601, whole seconds (WARC/1.1 §5.4)."""
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # time.strftime on a struct_time: a third of datetime's cost, the same text
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def new_record_id() -> str:
