@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trawl.errors import DataError
 from trawl.model import PAGE_FETCHED, PageFetchedEvent, PageRecord, UrlKind
+from trawl.store.json_text import compact_json
 from trawl.store.sqlite_db import in_chunks
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class SqliteRecords:
                 record.last_fetched_at,
                 record.http_status,
                 record.storage_key,
-                json.dumps(record.to_json(), separators=(",", ":")),
+                compact_json(record.to_json()),
                 record.next_fetch_at if record.next_fetch_at > 0 else None,
                 int(record.kind),
             ),
@@ -129,7 +130,7 @@ class SqliteRecords:
             del payload["offset"]  # the outbox assigns it
             self._conn.execute(
                 "INSERT INTO events(url_hash, event) VALUES (?, ?)",
-                (event.url_hash, json.dumps(payload, separators=(",", ":"))),
+                (event.url_hash, compact_json(payload)),
             )
 
     def get_page(self, url_hash: str) -> PageRecord | None:
@@ -233,7 +234,7 @@ class SqliteRecords:
         self.begin()
         self._conn.execute(
             "INSERT OR REPLACE INTO hosts(site, record) VALUES (?, ?)",
-            (site, json.dumps(record, separators=(",", ":"))),
+            (site, compact_json(record)),
         )
 
     def get_host(self, site: str) -> dict[str, object] | None:
