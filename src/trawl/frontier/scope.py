@@ -527,7 +527,7 @@ class CrawlScope:
         seed's scope, and is credited to it at `depth`."""
         seed = self._by_url.get(url)
         if seed is not None:
-            return ScopeDecision(True, ScopeRule.SEED, seed.id, Standing(seed.id))
+            return _seed_url(seed.id)
         if self.is_excluded(url):
             return _skipped(ScopeRule.EXCLUDE, 0)
         excluded = False
@@ -548,7 +548,7 @@ class CrawlScope:
     ) -> ScopeDecision:
         seed_hit = self._by_url.get(url)
         if seed_hit is not None:
-            return ScopeDecision(True, ScopeRule.SEED, seed_hit.id, Standing(seed_hit.id))
+            return _seed_url(seed_hit.id)
         if source.leaf:
             return _skipped(ScopeRule.CAPTURE, source.seed)
         if self.is_excluded(url):
@@ -727,6 +727,12 @@ def _queued(
 @lru_cache(maxsize=4096)
 def _skipped(rule: ScopeRule, seed: int) -> ScopeDecision:
     return ScopeDecision(False, rule, seed)
+
+
+@lru_cache(maxsize=65536)
+def _seed_url(seed: int) -> ScopeDecision:
+    # Sites link their seed URL (a home page) from most pages: one value, not two objects.
+    return ScopeDecision(True, ScopeRule.SEED, seed, Standing(seed))
 
 
 @lru_cache(maxsize=65536)
