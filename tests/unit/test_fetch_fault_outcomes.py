@@ -97,3 +97,43 @@ def test_issue_13_only_connection_failures_are_an_origins_own() -> None:
     assert _note(h, PORT81, 1.0, "reset") is FetchOutcome.NETWORK_ERROR
     assert _note(h, PORT81, 2.0, "timeout") is FetchOutcome.NETWORK_ERROR
     assert h.held_until(PORT81) == 0.0
+
+
+def test_origin_health_comes_back_from_its_json_and_counts_on() -> None:
+    h = OriginHealth()
+    _note(h, MAIN, 0.0, None, 200)
+    _note(h, PORT81, 1.0, "connect")
+    again = OriginHealth.from_json(h.to_json())
+    assert again == h
+    # The next failure doubles the wait, as it would have in memory.
+    assert _note(again, PORT81, 3.0, "connect") is FetchOutcome.ORIGIN_ERROR
+    assert again.held_until(PORT81) == 7.0
+    assert OriginHealth.from_json(None) == OriginHealth()  # a record from before the field
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        {"answering": "http://a.test"},
+        {"answering": [1]},
+        {"failing": []},
+        {"failing": {MAIN: 3}},
+        {"failing": {MAIN: {"failures": 0, "retryAt": 1.0}}},
+        {"failing": {MAIN: {"failures": True, "retryAt": 1.0}}},
+        {"failing": {MAIN: {"failures": 1, "retryAt": "soon"}}},
+        {"failing": {MAIN: {"failures": 1}}},
+    ],
+)
+def test_damaged_origin_health_is_an_error(data: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        OriginHealth.from_json(data)
+
+
+def test_an_origin_hold_runs_until_its_retry_time() -> None:
+    h = OriginHealth()
+    _note(h, MAIN, 0.0, None, 200)
+    _note(h, PORT81, 1.0, "connect")  # held until 3.0
+    assert h.holds_after(2.9)
+    assert not h.holds_after(3.0)
+    assert not OriginHealth().holds_after(0.0)

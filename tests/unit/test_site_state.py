@@ -94,10 +94,30 @@ def test_a_parked_site_stays_while_parked() -> None:
     assert state.is_idle(parked_until, IDLE_S)
 
 
-def test_a_paused_site_or_a_failing_origin_keeps_a_site() -> None:
+def test_a_paused_site_stays() -> None:
     paused = SiteState("p.test")
     paused.set_limits(SiteLimits(paused=True), POLICY)
     assert not paused.is_idle(10_000.0, IDLE_S)  # the API counts paused sites from memory
+
+
+def test_a_failing_origin_keeps_a_site_while_its_hold_runs_and_leaves_with_it() -> None:
     failing = SiteState("f.test")
-    failing.origins.failing = {"http://www.f.test": OriginFailure(1, 200.0)}
-    assert not failing.is_idle(10_000.0, IDLE_S)  # not in the host record
+    failing.origins.failing = {"http://www.f.test": OriginFailure(2, 10_000.0)}
+    assert not failing.is_idle(9_999.0, IDLE_S)  # its hold still runs
+    assert failing.is_idle(10_000.0, IDLE_S)
+    # The failures leave with the site and come back with it: the next one doubles on.
+    again = SiteState.from_host_record(failing.to_host_record("machine-1"))
+    assert again.origins.failing == {"http://www.f.test": OriginFailure(2, 10_000.0)}
+
+
+def test_a_host_record_from_before_origins_reads_as_no_failures() -> None:
+    record = SiteState("old.test").to_host_record("machine-1")
+    del record["origins"]
+    assert SiteState.from_host_record(record).origins.failing is None
+
+
+def test_damaged_origins_in_a_host_record_name_the_site() -> None:
+    record = SiteState("example.com").to_host_record("machine-1")
+    record["origins"] = {"failing": {"http://example.com": {"failures": "x"}}}
+    with pytest.raises(DataError, match=r"example\.com.*origins"):
+        SiteState.from_host_record(record)

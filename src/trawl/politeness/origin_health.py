@@ -16,8 +16,10 @@ Rules (issue 13):
   it came, and the site clock escalates as it always did (a dead site stays backed off).
 - An HTTP answer from an origin clears its failures.
 
-Nothing here reads a clock: `now` comes in. Not persisted: a restart forgets it, and the
-first failure after a restart is treated as the site's (the cautious side).
+Nothing here reads a clock: `now` comes in. Kept in the site's host record (`origins`,
+`to_json`), so a site whose origin fails can leave memory when idle and come back with its
+origins' failures counted; a record written before this field reads as no failures, and
+then the first failure is treated as the site's (the cautious side).
 """
 
 from __future__ import annotations
@@ -91,3 +93,45 @@ class OriginHealth:
         """When `origin`'s URLs may be fetched again (0.0: no hold)."""
         failure = self.failing.get(origin) if self.failing else None
         return 0.0 if failure is None else failure.retry_at
+
+    def holds_after(self, now: float) -> bool:
+        """Does some origin's hold still run at `now`?"""
+        return any(f.retry_at > now for f in (self.failing or {}).values())
+
+    def to_json(self) -> dict[str, object]:
+        failing = self.failing or {}
+        return {
+            "answering": sorted(self.answering),
+            "failing": {
+                origin: {"failures": f.failures, "retryAt": f.retry_at}
+                for origin, f in sorted(failing.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> OriginHealth:
+        """`to_json`'s value back (None: a record from before it, no failures); TypeError or
+        ValueError when it is damaged."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise TypeError("origins is not an object")
+        answering = data.get("answering", [])
+        failing = data.get("failing", {})
+        if not isinstance(answering, list) or not all(isinstance(o, str) for o in answering):
+            raise TypeError("origins.answering is not a list of origins")
+        if not isinstance(failing, dict):
+            raise TypeError("origins.failing is not an object")
+        out = cls(frozenset(answering))
+        for origin, failure in failing.items():
+            if not isinstance(failure, dict):
+                raise TypeError(f"origins.failing[{origin!r}] is not an object")
+            failures, retry_at = failure.get("failures"), failure.get("retryAt")
+            if not isinstance(failures, int) or isinstance(failures, bool) or failures < 1:
+                raise ValueError(f"origins.failing[{origin!r}].failures is not a count")
+            if not isinstance(retry_at, int | float) or not math.isfinite(retry_at):
+                raise ValueError(f"origins.failing[{origin!r}].retryAt is not a time")
+            if out.failing is None:
+                out.failing = {}
+            out.failing[origin] = OriginFailure(failures, float(retry_at))
+        return out

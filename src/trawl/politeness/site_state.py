@@ -37,7 +37,7 @@ class SiteState:
     sitemap_files: int = 0
     sitemap_urls: int = 0
     limits: SiteLimits | None = None  # the operator's override
-    origins: OriginHealth = field(default_factory=OriginHealth)  # not in the host record
+    origins: OriginHealth = field(default_factory=OriginHealth)
     loaded_at: float = 0.0  # when this process read it (SiteBook; not in the host record)
 
     def set_limits(
@@ -50,13 +50,13 @@ class SiteState:
 
     def is_idle(self, now: float, idle_s: float) -> bool:
         """May this state leave memory at `now`, to be read back from its host record when
-        next needed? Nothing fetched or loaded for `idle_s`, no request in flight, and
-        nothing the host record does not hold: an origin failing on its own (`origins`). A
-        wait still running (a backoff, a Retry-After, a park) keeps it too, and a pause: the
-        host record holds them, but the site is soon needed again, or counted."""
+        next needed? Nothing fetched or loaded for `idle_s` and no request in flight. A
+        wait still running (a backoff, a Retry-After, a park, an origin's own hold) keeps
+        it, and a pause: the host record holds them, but the site is soon needed again, or
+        counted."""
         clock = self.clock
         # `is_ready`: no request in flight, no wait running, not parked.
-        if not clock.is_ready(now) or self.origins.failing:
+        if not clock.is_ready(now) or self.origins.holds_after(now):
             return False
         if self.paused:  # an operator's: the API counts paused sites from memory
             return False
@@ -146,6 +146,7 @@ class SiteState:
                 "urls": self.sitemap_urls,
             },
             "override": self.limits.to_json() if self.limits else None,
+            "origins": self.origins.to_json(),
         }
 
     @classmethod
@@ -201,6 +202,7 @@ class SiteState:
                 sitemap_files=int(counts[3]),  # type: ignore[call-overload]
                 sitemap_urls=int(counts[4]),  # type: ignore[call-overload]
                 limits=limits,
+                origins=OriginHealth.from_json(record.get("origins")),
             )
         except (TypeError, ValueError, KeyError, DataError) as exc:
             raise DataError(f"host record of {site!r} is damaged: {exc}") from None
