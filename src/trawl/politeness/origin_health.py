@@ -96,7 +96,8 @@ class OriginHealth:
 
     def holds_after(self, now: float) -> bool:
         """Does some origin's hold still run at `now`?"""
-        return any(f.retry_at > now for f in (self.failing or {}).values())
+        failing = self.failing  # None for nearly every site: the sweep asks them all
+        return failing is not None and any(f.retry_at > now for f in failing.values())
 
     def to_json(self) -> dict[str, object]:
         failing = self.failing or {}
