@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tests.fakes.fetcher import Answer, ScriptedFetcher
 from tests.loop.one_crawl import crawl_on
@@ -26,6 +26,8 @@ from trawl.loop.placement import EmbeddedPlacement
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from trawl.model import FetchResult
 
 IDLE_S = 30.0
 CRAWL_DELAY_S = 3.0
@@ -112,3 +114,53 @@ def test_a_site_whose_partition_is_in_doubt_stays(tmp_path: Path) -> None:
     assert state is not None
     assert state.loaded_at - clock.started_at < 10.0  # never left memory
     assert ctx.stats.sites_forgotten == 1  # chain.test, idle after its last page
+
+
+DEAD = "http://dead.far.test"
+
+
+class Attempts(ScriptedFetcher):
+    """Notes every fetch it is asked for, sent or not: (url, when)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.attempts: list[tuple[str, float]] = []
+
+    async def fetch(self, url: str, **kwargs: Any) -> FetchResult:
+        self.attempts.append((url, self.clock.now()))
+        return await super().fetch(url, **kwargs)
+
+
+def test_a_site_whose_origin_fails_leaves_memory_and_comes_back_with_the_failures(
+    tmp_path: Path,
+) -> None:
+    """`dead.far.test` refuses connections while `far.test` answers: that origin's failures
+    are its own (politeness/origin_health.py). Its robots.txt is retried a minute later, so
+    the site idles past `site_idle_s` in between and leaves memory; read back from its host
+    record, the origin's failures count on."""
+    clock = VirtualClock()
+    s = with_overrides(
+        settings(), crawl={"max_time_s": 200.0, "continuous": True, "site_idle_s": IDLE_S}
+    )
+    refused = Answer(status=0, error_kind="connect")
+    w: dict[str, Answer | list[Answer]] = {
+        f"{FAR}/": page(f"{DEAD}/x"),
+        f"{DEAD}/robots.txt": refused,
+        f"{DEAD}/x": refused,
+    }
+    hosts = {"far.test": "198.51.100.31", "dead.far.test": "198.51.100.31"}
+    fetcher = Attempts(w, clock=clock, hosts=hosts, default_ip=None)
+    ctx = asyncio.run(clock.run(crawl_on(s, tmp_path, clock, fetcher, [f"{FAR}/"])))
+
+    # A refused connection sends no request (no server logs it): count the attempts.
+    dead_at = [at - clock.started_at for url, at in fetcher.attempts if DEAD in url]
+    assert len(dead_at) >= 2
+    assert dead_at[1] - dead_at[0] > IDLE_S * 1.25 + 1  # idle for longer than a sweep
+    assert ctx.stats.sites_forgotten >= 1
+    state = ctx.sites.loaded("far.test")
+    assert state is not None  # read back for its last attempt, under `IDLE_S` before the end
+    assert state.loaded_at - clock.started_at > dead_at[0] + IDLE_S
+    failing = state.origins.failing or {}
+    assert failing[DEAD].failures == len(dead_at)  # none lost while out of memory
+    times = [r.sent_at for r in fetcher.requests]
+    assert all(b - a >= 1.0 - 1e-6 for a, b in itertools.pairwise(times))  # one site, one IP
