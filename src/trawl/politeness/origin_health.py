@@ -123,7 +123,7 @@ class OriginHealth:
             raise TypeError("origins.answering is not a list of origins")
         if not isinstance(failing, dict):
             raise TypeError("origins.failing is not an object")
-        out = cls(frozenset(answering))
+        failures_by_origin: dict[str, OriginFailure] = {}
         for origin, failure in failing.items():
             if not isinstance(failure, dict):
                 raise TypeError(f"origins.failing[{origin!r}] is not an object")
@@ -132,7 +132,6 @@ class OriginHealth:
                 raise ValueError(f"origins.failing[{origin!r}].failures is not a count")
             if not isinstance(retry_at, int | float) or not math.isfinite(retry_at):
                 raise ValueError(f"origins.failing[{origin!r}].retryAt is not a time")
-            if out.failing is None:
-                out.failing = {}
-            out.failing[origin] = OriginFailure(failures, float(retry_at))
-        return out
+            failures_by_origin[origin] = OriginFailure(failures, float(retry_at))
+        # None, not an empty dict, when nothing fails: the shared empty state (see the class).
+        return cls(frozenset(answering), failures_by_origin or None)
