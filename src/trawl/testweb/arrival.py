@@ -65,14 +65,12 @@ class Arrivals:
             raise
         return sock
 
-    def last(self, transport: asyncio.BaseTransport | None) -> float | None:
-        """When the bytes of the transport's last read arrived (epoch seconds), or None."""
-        sock = None if transport is None else transport.get_extra_info("socket")
-        return None if sock is None else self._at.get(sock.fileno())
-
     def arrived_at(self, transport: asyncio.BaseTransport | None) -> float:
-        """`last(transport)`, or now for a socket that noted no read (not one of ours)."""
-        return self.last(transport) or time.time()
+        """When the bytes of the transport's last read arrived (epoch seconds), or now for
+        a socket that noted no read (not one of ours)."""
+        sock = None if transport is None else transport.get_extra_info("socket")
+        at = None if sock is None else self._at.get(sock.fileno())
+        return at or time.time()
 
     def note(self, fd: int, at: float) -> None:
         self._at[fd] = at
