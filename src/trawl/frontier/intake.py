@@ -90,14 +90,28 @@ class Intake:
 
     # -- what comes in ------------------------------------------------------------------
     def add_seed(
-        self, url: str, url_hash: str, site: str, *, seed_id: int, low_priority: bool = False
+        self,
+        url: str,
+        url_hash: str,
+        site: str,
+        *,
+        seed_id: int,
+        low_priority: bool = False,
+        read_referrers: bool = False,
     ) -> bool:
         """Queue a normalised seed (its scope already in the ScopeBook) through the exact
         seed table; True when it was new.
 
         Seeds go to the fast line with the seed boost; low-priority ones (API) wait in the
-        slow line, unscored."""
-        score, parts, _ = self._scores.seed(url, self._sites.referrers(site))
+        slow line, unscored. With `read_referrers` (the API's seeds: few, and their site may
+        have left memory) a site not in memory is scored with the referrers its host record
+        holds, not 0; a cluster's seeds are scored by their partition's owner
+        (`add_routed`), and a start-up's million would cost a read each."""
+        if read_referrers and not low_priority and self._router is None:
+            referrers = self._sites.recorded_referrers(site)
+        else:
+            referrers = self._sites.referrers(site)
+        score, parts, _ = self._scores.seed(url, referrers)
         line = Line.FAST
         if low_priority:
             score, line = 0.0, Line.SLOW

@@ -104,7 +104,7 @@ def add_api_seeds(
         hashed = url_hash(url)
         crawled = ctx.records.get_page(hashed) is not None
         if not crawled and ctx.intake.add_seed(
-            url, hashed, site, seed_id=seed_id, low_priority=low
+            url, hashed, site, seed_id=seed_id, low_priority=low, read_referrers=True
         ):
             queued += 1
         else:

@@ -21,6 +21,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Protocol
 
+from trawl.errors import DataError
 from trawl.frontier.containment import SiteContainment
 from trawl.frontier.traps import SiteTrapState
 from trawl.politeness.site_state import SiteState
@@ -93,23 +94,24 @@ class SiteBook:
     def state(self, site: str) -> SiteState:
         """The site's state, loaded on first use (with its restart gap)."""
         state = self._sites.get(site)
-        if state is None:
-            record = self._hosts.get_host(site)
-            if record is None:
-                state = SiteState(
-                    site,
-                    traps=SiteTrapState(self.trap_policy),
-                    containment=SiteContainment(self.trap_policy),
-                )
-            else:
-                state = SiteState.from_host_record(record, self.trap_policy)
-                self._restore_parts(site, record)
-            restarted_at = self._restarted_at(site)
-            if restarted_at is not None:
-                # Even the site's first request, before any host record, may have been made.
-                state.clock.hold_until(restarted_at + state.clock.gap_s(self.clock_policy))
-            state.loaded_at = self._now()
-            self._sites[site] = state
+        return self._load(site, self._hosts.get_host(site)) if state is None else state
+
+    def _load(self, site: str, record: dict[str, object] | None) -> SiteState:
+        if record is None:
+            state = SiteState(
+                site,
+                traps=SiteTrapState(self.trap_policy),
+                containment=SiteContainment(self.trap_policy),
+            )
+        else:
+            state = SiteState.from_host_record(record, self.trap_policy)
+            self._restore_parts(site, record)
+        restarted_at = self._restarted_at(site)
+        if restarted_at is not None:
+            # Even the site's first request, before any host record, may have been made.
+            state.clock.hold_until(restarted_at + state.clock.gap_s(self.clock_policy))
+        state.loaded_at = self._now()
+        self._sites[site] = state
         return state
 
     def _restore_parts(self, site: str, record: dict[str, object]) -> None:
@@ -155,6 +157,22 @@ class SiteBook:
         run, or idle and forgotten)."""
         state = self._sites.get(site)
         return 0 if state is None else state.traps.referring_sites()
+
+    def recorded_referrers(self, site: str) -> int:
+        """`referrers`, with a site not in memory loaded from its host record first (a new
+        site, without one, is not loaded: it has none). For the API's seeds: their site's
+        turn would load it soon anyway, and a call's other seeds of the site then find it in
+        memory. A damaged record counts 0 here; the site's turn reports it."""
+        state = self._sites.get(site)
+        if state is None:
+            try:
+                record = self._hosts.get_host(site)
+                if record is None:
+                    return 0
+                state = self._load(site, record)
+            except DataError:
+                return 0
+        return state.traps.referring_sites()
 
     def write(self, site: str) -> None:
         """The site's host record, now (the caller commits)."""
