@@ -163,11 +163,20 @@ def test_base_scopes_are_origin_and_directory_unnormalised() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.tuples(st.lists(_HREFS, max_size=8), _BASES), max_size=6), st.integers(1, 3000))
+@given(
+    st.lists(st.tuples(st.lists(_HREFS, max_size=8), _BASES), max_size=6),
+    st.integers(1, 3000),
+    st.integers(1, 3),
+    st.integers(0, 2),
+)
 def test_memo_gives_the_plain_loops_links_page_after_page(
-    pages: list[tuple[list[str], str]], max_bytes: int
+    pages: list[tuple[list[str], str]], max_bytes: int, window: int, bypass: int
 ) -> None:
-    memo = LinkMemo(Link, max_bytes=max_bytes)
+    """Whether the memo answers or is skipped for a while (short windows here, so that
+    hypothesis reaches both)."""
+    memo = LinkMemo(
+        Link, max_bytes=max_bytes, window_pages=window, warm_windows=0, bypass_pages=bypass
+    )
     for _ in range(2):  # the second round answers from the memo
         for hrefs, base in pages:
             assert memo.links(hrefs, base) == _plain_links(hrefs, base)
@@ -192,7 +201,7 @@ def test_memo_answers_a_sites_navigation_once() -> None:
     assert memo.stats().misses == 2 + 2 + 1 + 1
     # 120 a key and its characters (48), 300 a distinct URL and its characters (118),
     # 200 a table (one origin, two directories) and its key's characters (19 + 20 + 22).
-    assert repr(memo) == "<LinkMemo entries=6 bytes=3047/16000000 misses=6/15>"
+    assert repr(memo) == "<LinkMemo entries=6 bytes=3047/16000000 misses=6/15 bypassed=0>"
 
 
 def test_hrefs_that_read_the_whole_base_are_kept_for_the_page_only() -> None:
@@ -219,3 +228,49 @@ def test_memo_is_bounded() -> None:
     # (120 bytes a key, 300 a URL, and their characters) plus one page's three.
     assert memo.stats().entries <= 5 + 3
     assert memo.stats().lookups == 300
+
+
+def _new_hrefs_pages(n: int, per_page: int = 4) -> list[tuple[list[str], str]]:
+    """Pages whose hrefs are all new: a web too big for the memo."""
+    return [
+        ([f"http://s{i}.example/p{j}" for j in range(per_page)], f"http://b{i}.example/")
+        for i in range(n)
+    ]
+
+
+def test_a_memo_that_misses_is_skipped_for_a_while_then_tried_again() -> None:
+    memo = LinkMemo(Link, window_pages=2, warm_windows=1, bypass_pages=3)
+    pages = _new_hrefs_pages(12)
+    for n, (hrefs, base) in enumerate(pages, 1):
+        assert memo.links(hrefs, base) == _plain_links(hrefs, base)
+        if n == 4:  # a warm window (pages 1-2), then a judged one with no hit: skipped
+            assert memo.stats().bypassed == 0
+        if n == 7:  # pages 5-7 through the plain loop
+            assert memo.stats().bypassed == 3 * 4
+    # Pages 8-9 through the memo again, missing again; pages 10-12 plain.
+    stats = memo.stats()
+    assert (stats.lookups, stats.misses, stats.bypassed) == (6 * 4, 6 * 4, 6 * 4)
+
+
+def test_a_memo_that_hits_is_never_skipped() -> None:
+    memo = LinkMemo(Link, window_pages=2, warm_windows=0, bypass_pages=3)
+    nav = ["/", "/about", "/news", "http://other.example/"]
+    for n in range(20):
+        memo.links(nav, f"http://site.example/p{n}")
+    stats = memo.stats()
+    assert stats.bypassed == 0
+    assert stats.misses == len(nav)  # the first page's, then only hits
+
+
+def test_hits_below_the_share_skip_the_memo_and_above_it_do_not() -> None:
+    # Each page: `repeat` hrefs that hit after the first page, the rest new.
+    def run(repeat: int) -> int:
+        memo = LinkMemo(Link, window_pages=4, warm_windows=1, bypass_pages=100)
+        for i in range(12):
+            hrefs = [f"/nav{j}" for j in range(repeat)]
+            hrefs += [f"http://s{i}.example/{j}" for j in range(10 - repeat)]
+            memo.links(hrefs, "http://site.example/")
+        return memo.stats().bypassed
+
+    assert run(2) > 0  # 20 % of hrefs hit: under MIN_HIT_SHARE
+    assert run(4) == 0  # 40 %
