@@ -41,7 +41,7 @@ def summarise(records: list[dict[str, object]]) -> list[str]:
         return ["the workers wrote no pages"]
 
     def total(key: str) -> float:
-        return sum(float(str(r[key])) for r in records)
+        return sum(float(str(r.get(key, 0))) for r in records)
 
     whole = total("process_pages")
     stages: dict[str, float] = {}
@@ -65,10 +65,12 @@ def summarise(records: list[dict[str, object]]) -> list[str]:
         f"| the rest of process_page(s) | {1000 * rest / pages:.3f} | {100 * rest / whole:.1f} % |"
     )
     lookups, misses = total("memo_lookups"), total("memo_misses")
+    bypassed = total("memo_bypassed")
     out.append(
-        f"link memo: {misses:.0f} misses of {lookups:.0f} hrefs"
-        f" ({100 * misses / max(lookups, 1):.1f} %),"
-        f" {lookups / pages:.1f} hrefs a page"
+        f"link memo: {misses:.0f} misses of {lookups:.0f} hrefs looked up"
+        f" ({100 * misses / max(lookups, 1):.1f} %), {bypassed:.0f} hrefs past it"
+        f" ({100 * bypassed / max(lookups + bypassed, 1):.1f} %: it was not paying),"
+        f" {(lookups + bypassed) / pages:.1f} hrefs a page"
     )
     for key, what in (("hinted", "with their host's window hint"), ("unhinted", "without")):
         n = total(key)

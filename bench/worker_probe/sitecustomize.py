@@ -74,6 +74,7 @@ if os.environ.get("WORKER_STAGES_OUT") and is_forkserver():
             process_cpu=times.user + times.system,
             memo_lookups=memo.lookups,
             memo_misses=memo.misses,
+            memo_bypassed=getattr(memo, "bypassed", 0),  # older trees: never skipped
         )
         with open(os.path.join(OUT, f"{os.getpid()}.json"), "w") as f:
             json.dump(record, f)
