@@ -97,6 +97,17 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
         except OSError:
             return "?"
 
+    def _kernel_stack(depth: int = 10) -> str:
+        """The main thread's kernel stack, innermost first, without the scheduler's own
+        frames: wchan names only the innermost, which does not tell a read from a flush."""
+        try:
+            with open(_task + "stack") as f:
+                names = [line.split()[-1].split("+")[0] for line in f if line.strip()]
+        except OSError:
+            return ""
+        names = [n for n in names if not n.startswith(("__schedule", "schedule", "io_schedule"))]
+        return "<".join(names[:depth])
+
     def _sample(busy: Counter[str], kernel_state: str) -> str:
         """Count every thread's stack; the main thread's trawl frames, innermost first."""
         _pending[2][kernel_state] += 1
@@ -126,6 +137,7 @@ if os.environ.get("LOOP_STALLS_OUT") and is_crawl():
         state, _, wchan = kernel_state.partition(" ")
         if state != "D":
             return
+        wchan = _kernel_stack() or wchan
         frame = sys._current_frames().get(_main)
         _disk_waits[f"{wchan} | {_where(frame).partition(' | ')[2] if frame else '?'}"] += 1
 

@@ -96,6 +96,17 @@ def test_keys_read_back_after_flush(blobs: BlobStore):
         assert stored.header("X-Trawl-Original-Content-Encoding") == "gzip"
 
 
+def test_the_writeback_hint_uploads_nothing(blobs: BlobStore):
+    # Chunks live in memory until their upload: the port's early-writeback hint has nothing
+    # to send, and must not seal or upload a chunk behind the crawl's commit order.
+    writer = writer_for(blobs)
+    key = writer.append(page(1)[0])
+    writer.writeback_handle()()
+    assert list(blobs.iter_keys("warc/")) == []
+    writer.flush()
+    assert read_record_from_blobs(blobs, key).payload == page(1)[1]
+
+
 def test_one_object_per_flush_named_by_node_and_time(blobs: BlobStore):
     writer = writer_for(blobs)
     keys = [writer.append(page(n)[0]) for n in range(3)]

@@ -14,7 +14,12 @@
   slices. Politeness does not depend on it: a restarted crawl leaves every site a full gap,
   and robots rules and overrides are written at once.
 - The database's WAL is checkpointed on a thread of its own after each commit, not inside
-  a commit on the event loop (store.wal_checkpoints says why and how).
+  a commit on the event loop (store.wal_checkpoints says why and how). Its restart, the one
+  part with fsyncs on the loop, never runs while the checkpoint's fsyncs and saves do: it
+  waited behind them for up to 660 ms (issue 17).
+- After each commit the WARC's new bytes are sent on their way to disk from a thread
+  (store.writeback), so that no fsync, the loop's own included, waits behind a minute's
+  worth of them.
 - `commit_loop()` writes host records in slices and commits every `commit_interval_s` on
   the crawl's clock, then publishes
   (cluster mode), takes due pages in (continuous crawls), requeues expired leases and
@@ -121,6 +126,9 @@ class Durability:
         if self._wal is not None:
             self._wal.restart_soon = _weakly(self._commit_for_restart)
         self._closed = False
+        # The checkpoint's fsyncs and saves are on threads: no WAL restart meanwhile.
+        self._syncing = False
+        self._writeback: asyncio.Future[None] | None = None
 
     def commit(self, *, hosts: bool = False) -> None:
         """Commit, with a commit interval's share of the changed host records (every one
@@ -131,6 +139,11 @@ class Durability:
     def _commit_for_restart(self) -> None:
         """Commit now, between two commits, so that the WAL's restart copies only what was
         written since the last one (the thread has copied the rest)."""
+        if self._syncing:
+            # The restart's fdatasyncs would wait behind the checkpoint's (660 ms seen on
+            # the API bench): the WAL grows a little more, and the next thread's checkpoint
+            # asks again.
+            return
         if not self._closed and not self._run.stopping:
             self._commit_written()
 
@@ -202,6 +215,7 @@ class Durability:
             self._commit_written()
             if self._wal is not None:
                 self._wal.start()
+            self._start_writeback()
             await self._placement.publish()
             self._frontier.requeue_expired(self._clock.now())
             now = self._clock.now()
@@ -210,6 +224,13 @@ class Durability:
                 # A broad crawl meets millions of sites, one-shot or not; a drained one's
                 # slot comes back with its next URL.
                 self._frontier.forget_idle_sites()
+
+    def _start_writeback(self) -> None:
+        """Start the WARC's new bytes on their way to disk, on a thread, unless the last
+        such call is still running (store.writeback says why)."""
+        if self._writeback is None or self._writeback.done():
+            loop = asyncio.get_running_loop()
+            self._writeback = loop.run_in_executor(None, self._warc.writeback_handle())
 
     def _forget_kept(self) -> None:
         """After a commit: the log's changes the database now holds are dropped."""
@@ -231,13 +252,17 @@ class Durability:
         self.commit(hosts=hosts)
         self._forget_kept()
         save_seen = self._seen.snapshot()
-        await asyncio.to_thread(self._warc.sync_handle())
-        await asyncio.to_thread(save_seen)
-        await asyncio.to_thread(self._scores.save)
-        if self._wal is not None:
-            await self._wal.checkpoint()
-        else:
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._syncing = True
+        try:
+            await asyncio.to_thread(self._warc.sync_handle())
+            await asyncio.to_thread(save_seen)
+            await asyncio.to_thread(self._scores.save)
+            if self._wal is not None:
+                await self._wal.checkpoint()
+            else:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            self._syncing = False
         self._last_checkpoint = self._clock.now()
 
     async def close(self) -> None:

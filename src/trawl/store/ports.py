@@ -110,6 +110,11 @@ class WarcSink(Protocol):
         the call it returns does the blocking part, may run on another thread while
         appends go on, and raises DataError as `sync` does."""
 
+    def writeback_handle(self) -> Callable[[], None]:
+        """A call for another thread that starts writing appended bytes to disk without
+        waiting (a hint that keeps the disk's queue short; store.writeback), or does
+        nothing where there is nothing to write."""
+
     def close(self) -> None: ...
 
 

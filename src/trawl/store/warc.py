@@ -50,6 +50,7 @@ from trawl.store.warc_record import (
     parse_response,
     parse_stored,
 )
+from trawl.store.writeback import start_writeback, whole_pages
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -211,6 +212,26 @@ class WarcWriter:
                 os.close(fd)
 
         return sync
+
+    def writeback_handle(self) -> Callable[[], None]:
+        """A call, for another thread, that starts writing the current file's new bytes to
+        disk without waiting for them (store.writeback says why); on a duplicate of its
+        descriptor, as `sync_handle`. Makes nothing durable: `sync` still does that."""
+        end = whole_pages(self._size)
+        if self._file is None or end == 0:
+            return _nothing
+        try:
+            fd = os.dup(self._file.fileno())
+        except OSError:
+            return _nothing  # only a hint: the next sync reports a file gone bad
+
+        def writeback() -> None:
+            try:
+                start_writeback(fd, end)
+            finally:
+                os.close(fd)
+
+        return writeback
 
     def close(self) -> None:
         """Sync and close the current file; idempotent."""
@@ -475,6 +496,10 @@ def _leave_file(file: BinaryIO, path: Path, index: list[str]) -> Callable[[], No
             raise DataError(f"{index_path(path)}: cannot write the CDXJ index: {exc}") from exc
 
     return leave
+
+
+def _nothing() -> None:
+    pass
 
 
 def _wait_left(leaving: list[Future[None]]) -> None:

@@ -223,6 +223,10 @@ class WarcChunkWriter:
         """Nothing to do, as `sync`."""
         return self.sync
 
+    def writeback_handle(self) -> Callable[[], None]:
+        """Nothing to do: chunks are held in memory until their upload."""
+        return self.sync
+
     def close(self) -> None:
         """Flush and refuse further appends; idempotent."""
         if self._closed:
