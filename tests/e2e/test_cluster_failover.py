@@ -1,5 +1,7 @@
 """Issue 19, part 1: with the default lease timing, a killed node's sites are fetched again
-within 10 s (plus a site's own gap, which the survivor waits from its take-over), and a node
+within 10 s (plus a site's own gap, which the survivor waits from its take-over; or, where
+the killed node had admitted a request to the site's IP and not sent it yet, once that
+IP's hold expires), and a node
 holding all 1,024 partitions hands them over within 3 s of SIGTERM;
 nothing is lost and every politeness rule holds across both. `trawl node` processes on real
 Redis, PostgreSQL and S3 servers; the test web's request log is the judge.
@@ -7,6 +9,7 @@ Redis, PostgreSQL and S3 servers; the test web's request log is the judge.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from typing import TYPE_CHECKING
@@ -21,6 +24,7 @@ from tests.e2e.test_cluster_crawl import (
 )
 
 from trawl.cluster.partitions import assign, owned_by, partition_of
+from trawl.cluster.redis_coord import connect
 from trawl.config import PolitenessSettings
 from trawl.testweb.process import TestWebProcess
 from trawl.urls.registered_domain import registered_domain
@@ -38,6 +42,7 @@ PARTITIONS = 1024
 DEFAULT_TIMING = "[node]\ncheckpoint_interval_s = 5.0\n"
 FAILOVER_S = 10.0
 HANDOVER_S = 3.0
+IP_POLL_SLACK_S = 1.0  # a closed IP is asked again every per-IP gap (~0.3 s), and more
 # A gap is this many times the site's last response time (politeness.slow_factor's default).
 SLOW_FACTOR = PolitenessSettings().slow_factor
 
@@ -56,6 +61,43 @@ def restart_gaps(cluster: Cluster, sites: set[str]) -> dict[str, float]:
         if site in sites:
             gaps[str(site)] = max(1.0, float(delay or 0), SLOW_FACTOR * float(response or 0))
     return gaps
+
+
+def stranded_ip_holds(cluster: Cluster, redis: RedisServer, member: str) -> dict[str, float]:
+    """IP -> seconds until it opens again, for each IP that `member` (killed) had admitted
+    a request to and not yet noted as sent. The cluster's per-IP gate cannot tell whether
+    that request went out, so the IP stays closed until the hold expires (the fetch timeout
+    + 5 s, cluster.redis_ip_gate): a site there waits for that, not the take-over (seen
+    once: a site fetched again 15.2 s after the kill, its IP's hold admitted just before)."""
+    name = cluster.file.read_text().split('name = "')[1].split('"')[0]
+
+    async def read() -> dict[str, float]:
+        client = await connect(redis.url)
+        try:
+            left = {}
+            async for key in client.scan_iter(match=f"trawl:{{{name}:ip:*}}:unsent"):
+                text = key.decode() if isinstance(key, bytes) else str(key)
+                hold = await client.get(key)
+                ms = await client.pttl(key)
+                holder = hold.decode() if isinstance(hold, bytes) else str(hold)
+                if holder.startswith(f"{member}/") and ms > 0:
+                    left[text.split(":ip:")[1].split("}")[0]] = ms / 1000
+            return left
+        finally:
+            await client.aclose()
+
+    return asyncio.run(read())
+
+
+def site_ips(web: TestWebProcess, sites: set[str]) -> dict[str, set[str]]:
+    """Each site's IP addresses, from the test web's hosts file."""
+    ips: dict[str, set[str]] = {site: set() for site in sites}
+    for line in web.hosts_file.read_text().splitlines():
+        ip, _, host = line.partition(" ")
+        site = registered_domain(host.strip())
+        if site in ips:
+            ips[site].add(ip)
+    return ips
 
 
 @pytest.fixture
@@ -109,15 +151,23 @@ def test_default_timing_fails_over_in_seconds_and_hands_1024_partitions_over_in_
         cluster.nodes["n2"].kill()
         cluster.nodes["n2"].wait(timeout=10)
         gaps = restart_gaps(cluster, n2_sites)  # before the survivor writes them again
+        stranded = stranded_ip_holds(cluster, redis_single, "n2")
+        ips = site_ips(web, n2_sites)
+        held = {s: max((stranded.get(ip, 0.0) for ip in ips[s]), default=0.0) for s in n2_sites}
         again = lambda: set(first_requests_after(web, n2_sites, killed_at)) == n2_sites  # noqa: E731
         cluster.wait_for("n2's sites fetched again", again, 30)
         waits = first_requests_after(web, n2_sites, killed_at)
         print(
             f"kill -9: n2's {len(n2_sites)} sites fetched again after"
-            f" {min(waits.values()):.2f}-{max(waits.values()):.2f} s (gaps {gaps})"
+            f" {min(waits.values()):.2f}-{max(waits.values()):.2f} s (gaps {gaps};"
+            f" IPs held by an unsent request {held})"
         )
-        late = {s: w for s, w in waits.items() if w >= FAILOVER_S + gaps.get(s, 1.0) - 1.0}
-        assert not late, (waits, gaps)
+        late = {
+            s: w
+            for s, w in waits.items()
+            if w >= max(FAILOVER_S + gaps.get(s, 1.0) - 1.0, held[s] + IP_POLL_SLACK_S)
+        }
+        assert not late, (waits, gaps, held)
         everything = ["n1"] * PARTITIONS
         cluster.wait_for(
             "n1 holds every partition", lambda: holders(cluster, redis_single) == everything, 10
