@@ -109,6 +109,17 @@ async def serve_api(
         await ended
 
 
+def build_schema(app: object) -> None:
+    """Build the app's OpenAPI schema now. FastAPI builds it at the first GET /openapi.json
+    or /docs: ~55 ms of Python holding the GIL, and under a full-speed crawl the crawl
+    loop's ticks came ~100 ms late then (`bench.loop_stalls` on `bench.api_latency`, whose
+    warm-up ends with that call). Built on the API's thread before it serves, while the
+    crawl is starting."""
+    openapi = getattr(app, "openapi", None)
+    if callable(openapi):
+        openapi()
+
+
 def _run_in_thread(server: uvicorn.Server, sock: socket.socket, view: CrawlView) -> Future[None]:
     """Start `server` on a new thread; the future (of the calling loop) ends with it."""
     loop = asyncio.get_running_loop()
@@ -125,6 +136,7 @@ def _run_in_thread(server: uvicorn.Server, sock: socket.socket, view: CrawlView)
     def run() -> None:
         error: BaseException | None = None
         try:
+            build_schema(server.config.app)
             asyncio.run(server.serve(sockets=[sock]))
         except BaseException as exc:  # handed to the crawl loop, which re-raises it
             error = exc
