@@ -54,31 +54,30 @@ def _needs_cachestat(path: Path) -> None:
         os.close(fd)
 
 
-def test_start_writeback_leaves_no_page_dirty(tmp_path: Path):
-    _needs_cachestat(tmp_path / "probe")
-    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+def _dirty_before_and_after(path: Path, size: int, end: int) -> tuple[int | None, int | None]:
+    """Write `size` bytes to a new file, then start the writeback of those below `end`."""
+    _needs_cachestat(path.with_suffix(".probe"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
-        os.write(fd, os.urandom(4 << 20))
+        os.write(fd, os.urandom(size))
         before = dirty_pages(fd)
-        assert before is not None
-        assert before >= 1000  # the kernel's own writeback waits 30 s
-        assert start_writeback(fd)
-        assert dirty_pages(fd) == 0  # written, or under way: no longer dirty
+        assert start_writeback(fd, end)
+        return before, dirty_pages(fd)
     finally:
         os.close(fd)
+
+
+def test_start_writeback_leaves_no_page_dirty(tmp_path: Path):
+    before, after = _dirty_before_and_after(tmp_path / "f", 4 << 20, 0)
+    assert before is not None
+    assert before >= 1000  # the kernel's own writeback waits 30 s
+    assert after == 0  # written, or under way: no longer dirty
 
 
 def test_the_last_page_of_a_file_being_appended_to_is_left_dirty(tmp_path: Path):
-    _needs_cachestat(tmp_path / "probe")
-    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
-    try:
-        size = 64 * mmap.PAGESIZE + 100
-        os.write(fd, os.urandom(size))
-        assert whole_pages(size) == 64 * mmap.PAGESIZE
-        assert start_writeback(fd, whole_pages(size))
-        assert dirty_pages(fd) == 1
-    finally:
-        os.close(fd)
+    size = 64 * mmap.PAGESIZE + 100
+    assert whole_pages(size) == 64 * mmap.PAGESIZE
+    assert _dirty_before_and_after(tmp_path / "f", size, whole_pages(size)) == (65, 1)
 
 
 def test_start_writeback_on_a_bad_descriptor_says_so_and_raises_nothing():
