@@ -12,7 +12,10 @@ How this works:
   into the file. Leaving a file at rotation (its fsync, close and CDXJ index: 0.1-0.4 s for
   a 1 GB file, which held the crawl's event loop, issue 17) runs on a thread of the writer's
   own; `sync()`, its handle and `close()` wait for every file left so far, so keys into a
-  left file are as durable as before once they return.
+  left file are as durable as before once they return. Between syncs, `writeback_handle`
+  (run on a thread after each commit) starts the file's new whole pages on their way to
+  disk, so that a sync, or any other fsync, does not queue behind a minute of them
+  (store.writeback).
 - After a crash, `recover_tail` cuts a torn last member off the newest files; it hops over
   members using the gzip "sl" length field and inflates only the tail to check it.
 - A capture is its response (or revisit) record followed by the request record that asked
