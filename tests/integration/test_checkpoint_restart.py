@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from tests.integration.test_cluster_override_gap import StoppedClock
@@ -34,6 +35,7 @@ class HeldSync:
         self.started = threading.Event()
         self.release = threading.Event()
         self.writebacks = 0
+        self.on_writeback: Callable[[], None] | None = None
 
     def sync_handle(self) -> Callable[[], None]:
         sync = self._sink.sync_handle()
@@ -47,6 +49,8 @@ class HeldSync:
 
     def writeback_handle(self) -> Callable[[], None]:
         self.writebacks += 1
+        if self.on_writeback is not None:
+            self.on_writeback()
         return self._sink.writeback_handle()
 
     def __getattr__(self, name: str) -> object:
@@ -91,14 +95,20 @@ def test_each_commit_of_the_commit_loop_sends_the_warcs_bytes_on(tmp_path: Path)
     durability._warc = sink  # type: ignore[assignment]
     interval = ctx.policy.commit_interval_s
 
-    async def run() -> None:
+    async def run() -> float:
         try:
+            third = asyncio.Event()
+            sink.on_writeback = lambda: third.set() if sink.writebacks >= 3 else None
+            started = time.monotonic()
             loop = asyncio.create_task(durability.commit_loop())
-            await asyncio.sleep(interval * 3.5)
+            await asyncio.wait_for(third.wait(), 20 * interval)
+            took = time.monotonic() - started
             ctx.run.request_stop()
             await loop
+            return took
         finally:
             await durability.close()
 
-    asyncio.run(run())
-    assert 2 <= sink.writebacks <= 4  # one a commit: three, give or take a late wake-up
+    took = asyncio.run(run())
+    assert sink.writebacks >= 3  # one a commit
+    assert took >= 2.5 * interval  # the third commit comes after 3 intervals, not before
