@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -52,6 +53,11 @@ class Cluster:
     dsn: str
     env: dict[str, str]
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The cluster's name, as its file gives it (its Redis keys and S3 bucket carry it)."""
+        return str(tomllib.loads(self.file.read_text())["cluster"]["name"])
 
     def start_node(
         self, node_id: str, *seeds: str, extra: tuple[str, ...] = (), new_session: bool = False

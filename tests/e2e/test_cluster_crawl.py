@@ -47,7 +47,7 @@ def owners(cluster: Cluster, redis: RedisServer, partitions: int = PARTITIONS) -
     async def read() -> list[str | None]:
         client = await connect(redis.url)
         try:
-            name = cluster.file.read_text().split('name = "')[1].split('"')[0]
+            name = cluster.name
             holders = await RedisLeases(client, ClusterKeys(name)).holders(range(partitions))
             return [None if h is None else h.member for h in holders]
         finally:

@@ -25,6 +25,7 @@ from tests.e2e.test_cluster_crawl import (
 
 from trawl.cluster.partitions import assign, owned_by, partition_of
 from trawl.cluster.redis_coord import connect
+from trawl.cluster.redis_ip_gate import ip_keys
 from trawl.config import PolitenessSettings
 from trawl.testweb.process import TestWebProcess
 from trawl.urls.registered_domain import registered_domain
@@ -69,13 +70,13 @@ def stranded_ip_holds(cluster: Cluster, redis: RedisServer, member: str) -> dict
     that request went out, so the IP stays closed until the hold expires (the fetch timeout
     + 5 s, cluster.redis_ip_gate): a site there waits for that, not the take-over (seen
     once: a site fetched again 15.2 s after the kill, its IP's hold admitted just before)."""
-    name = cluster.file.read_text().split('name = "')[1].split('"')[0]
+    name = cluster.name
 
     async def read() -> dict[str, float]:
         client = await connect(redis.url)
         try:
             left = {}
-            async for key in client.scan_iter(match=f"trawl:{{{name}:ip:*}}:unsent"):
+            async for key in client.scan_iter(match=ip_keys(name, "*")[2]):
                 text = key.decode() if isinstance(key, bytes) else str(key)
                 hold = await client.get(key)
                 ms = await client.pttl(key)

@@ -151,7 +151,7 @@ def crawl_through_outage(
 
 def check_bodies(cluster: Cluster, s3: S3Server) -> None:
     """Every stored body reads back from S3."""
-    name = cluster.file.read_text().split('name = "')[1].split('"')[0]
+    name = cluster.name
     keys = [str(k) for (k,) in cluster.query("SELECT storage_key FROM pages")]
     with S3BlobStore(s3.bucket_named(name)) as blobs:
         for key in keys:

@@ -95,7 +95,7 @@ def test_issue_19_a_redis_primary_killed_mid_crawl_loses_nothing(
 
         # The URL in the cluster file names ports[0]: kill another primary, so that the
         # test's own status reads can still start from it.
-        name = cluster.file.read_text().split('name = "')[1].split('"')[0]
+        name = cluster.name
         keys = ClusterKeys(name)
         victim = next(p for p in redis_replicated.primary_ports() if p != redis.ports[0])
         lost = {

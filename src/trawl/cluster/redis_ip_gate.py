@@ -110,6 +110,13 @@ return 1
 """
 )
 
+
+def ip_keys(cluster: str, ip: str) -> list[str]:
+    """The holds, last-start and unsent keys of `ip` in `cluster` (the scripts' KEYS)."""
+    tag = f"trawl:{{{cluster}:ip:{ip}}}"
+    return [f"{tag}:holds", f"{tag}:last", f"{tag}:unsent"]
+
+
 # Hold ids are `<member>/<process>/<n>`: the random process part keeps a restarted member
 # from reusing the ids of holds its previous run left behind.
 _PROCESS = secrets.token_hex(4)
@@ -175,8 +182,7 @@ class RedisIpGate:
         self._unnoted: set[str] = set()
 
     def _ip_keys(self, ip: str) -> list[str]:
-        tag = f"trawl:{{{self._keys.cluster}:ip:{ip}}}"
-        return [f"{tag}:holds", f"{tag}:last", f"{tag}:unsent"]
+        return ip_keys(self._keys.cluster, ip)
 
     async def try_acquire(self, ip: str) -> float | None:
         """Take a slot on `ip` (None), or return the seconds to wait before asking again.
