@@ -299,6 +299,12 @@ def test_url_hash_is_always_32_lowercase_hex(url: str) -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", url_hash(url))
 
 
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=300))
+def test_url_hash_is_hashlib_sha256_for_any_text(url: str) -> None:
+    # url_hash takes CPython's own sha256, not hashlib's (OpenSSL): stored keys must not move.
+    assert url_hash(url) == hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
+
+
 _SPLIT_TEXT = st.one_of(
     st.text(),
     st.text(alphabet="hH:tps/?#@[]:.a1é+-\\%_~! ", max_size=20),
