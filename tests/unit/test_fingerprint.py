@@ -8,6 +8,7 @@ from itertools import combinations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from resiliparse.parse.html import HTMLTree
 
 from trawl.parse import fingerprint
 from trawl.parse.fingerprint import (
@@ -19,7 +20,7 @@ from trawl.parse.fingerprint import (
     simhash_of_text,
     text_fingerprint,
 )
-from trawl.parse.main_text import main_blocks, prose
+from trawl.parse.main_text import _blocks_text, main_blocks, prose, window_blocks
 
 _VOCABULARY = [f"word{i}" for i in range(5000)]
 EXPECTED_FOX = "1ad0837090563a37"  # pinned: a change breaks stored simhashes
@@ -291,6 +292,23 @@ def test_main_text_of_broken_markup_is_a_64_bit_value(parts: list[str]) -> None:
     simhash, tokens = main_text_fingerprint(html)
     assert 0 <= simhash < 1 << 64
     assert tokens >= 0
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.one_of(_MARKUP, st.text(st.characters(exclude_categories=("Cs",)), max_size=30))),
+    st.booleans(),
+)
+def test_main_blocks_of_utf8_bytes_are_resiliparses_own(parts: list[str], bom: bool) -> None:
+    # window_blocks decodes UTF-8 itself and parses text (cheaper than resiliparse's bytes
+    # path): the blocks must be the ones its bytes path gives, byte-order mark included.
+    html = ("\ufeff" if bom else "") + "".join(parts)
+    data = html.encode("utf-8")
+    text = _blocks_text(HTMLTree.parse_from_bytes(data, "utf-8"), main_content=True)
+    if not text:  # no main content found: all visible text, as window_blocks falls back
+        text = _blocks_text(HTMLTree.parse_from_bytes(data, "utf-8"), main_content=False)
+    expected = [block for block in text.splitlines() if block and not block.isspace()]
+    assert window_blocks(data) == expected
 
 
 def test_simhash_of_text_counts_tokens_of_the_first_chars() -> None:

@@ -98,7 +98,11 @@ def main_blocks(
 def window_blocks(decoded: str | bytes) -> list[str]:
     """`main_blocks` of text already decoded and windowed."""
     if isinstance(decoded, bytes):
-        tree = HTMLTree.parse_from_bytes(decoded, "utf-8")
+        # Bytes here are valid UTF-8 (decode_html), so a decode and HTMLTree.parse
+        # give the tree parse_from_bytes does, ~10 us a parse sooner (its codec path costs
+        # more than CPython's decoder). parse_from_bytes drops a leading byte-order mark.
+        text = decoded.decode("utf-8", "ignore")
+        tree = HTMLTree.parse(text[1:] if text.startswith("\ufeff") else text)
         tags = decoded.count(b"<")
     else:
         tree = HTMLTree.parse(decoded)
