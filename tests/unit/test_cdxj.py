@@ -7,8 +7,10 @@ import random
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trawl.store.cdxj import cdx_entry, cdx_line, surt_key, write_index
+from trawl.store.cdxj import _surt_key_any, cdx_entry, cdx_line, surt_key, write_index
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -83,3 +85,22 @@ def test_issue_17_index_written_in_parts_is_every_line_sorted(tmp_path: Path, n:
     write_index(path, lines)
     assert path.read_bytes() == "".join(f"{line}\n" for line in sorted(lines)).encode()
     assert not list(tmp_path.glob("*.tmp"))
+
+
+_LABEL = st.text("abz09-", min_size=1, max_size=8)
+
+
+@settings(max_examples=500)
+@given(
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["", "www.", "www2."]),
+    st.lists(_LABEL, min_size=1, max_size=4),
+    st.text("aZ09-._~/", max_size=40),
+)
+def test_plain_urls_take_a_short_way_to_the_same_key(
+    scheme: str, www: str, labels: list[str], path: str
+) -> None:
+    # surt_key's fast path (normalised URLs: no port, no query, unreserved path) against
+    # the full rules for the same URL.
+    url = f"{scheme}://{www}{'.'.join(labels)}/{path}"
+    assert surt_key(url) == _surt_key_any(url)
