@@ -132,30 +132,22 @@ def surt_key(url: str) -> str:
         host, path = plain.groups()
         # "//" and "/." would meet the path rules (empty and dot segments): not plain.
         if "//" not in path and "/." not in path:
-            if _WWW.match(host):
-                host = _WWW.sub("", host, count=1)
-            if len(path) > 1 and path.endswith("/"):
-                path = path[:-1]
-            return ",".join(reversed(host.split("."))) + ")" + path.lower()
+            return f"{_surt_host(host)}){_without_last_slash(path.lower())}"
     return _surt_key_any(url)
 
 
 def _surt_key_any(url: str) -> str:
     """`surt_key` for any http(s) URL."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").rstrip(".")
-    host = _WWW.sub("", host, count=1) if _WWW.match(host) else host
     try:
         port = parts.port
     except ValueError:
         port = None
-    netloc = ",".join(reversed(host.split(".")))
+    netloc = _surt_host((parts.hostname or "").rstrip("."))
     if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
         netloc += f":{port}"
     path = _escape(_normalise_path(_unescape(parts.path.encode()))).lower()
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    key = f"{netloc}){path}"
+    key = f"{netloc}){_without_last_slash(path)}"
     if parts.query:
         query = _escape(_unescape(parts.query.encode())).encode("ascii")
         for pattern in _QUERY_SESSION_IDS:
@@ -165,6 +157,19 @@ def _surt_key_any(url: str) -> str:
         if query:
             key += "?" + _sorted_query(query.decode("ascii").lower())
     return key
+
+
+def _surt_host(host: str) -> str:
+    """A lowercase host as a key begins: a leading `www\\d*.` dropped, labels reversed and
+    joined by commas."""
+    www = _WWW.match(host)
+    if www is not None:
+        host = host[www.end() :]
+    return ",".join(reversed(host.split(".")))
+
+
+def _without_last_slash(path: str) -> str:
+    return path[:-1] if len(path) > 1 and path.endswith("/") else path
 
 
 def _unescape(raw: bytes) -> bytes:
