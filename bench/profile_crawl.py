@@ -23,7 +23,7 @@ from bench.webfarm.nginx import Nginx
 
 # First matching rule wins; each is (stage, substrings of a frame "function (file:line)").
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # process_page calls main_text through page_work._main_text (the host's window hint).
+    # process_page calls main_text through page_work._main_text (the site's window hint).
     ("main-text simhash (resiliparse)", ("_main_text", "main_text_fingerprint", "main_text.py")),
     ("text fingerprint, page shape (simhash)", ("fingerprint_tree", "shape_of_tree")),
     (

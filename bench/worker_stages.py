@@ -72,7 +72,7 @@ def summarise(records: list[dict[str, object]]) -> list[str]:
         f" ({100 * bypassed / max(lookups + bypassed, 1):.1f} %: it was not paying),"
         f" {(lookups + bypassed) / pages:.1f} hrefs a page"
     )
-    for key, what in (("hinted", "with their host's window hint"), ("unhinted", "without")):
+    for key, what in (("hinted", "with a window hint"), ("unhinted", "without")):
         n = total(key)
         out.append(
             f"main text, pages {what}: {100 * n / pages:.1f} %,"

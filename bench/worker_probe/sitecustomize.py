@@ -5,8 +5,8 @@ worker forked from it).
 There it imports `trawl.parse.page_work` before any worker is forked and replaces the module
 globals that `process_page` calls (decode, parse, links, hashes, WARC records, normalising,
 main text, ...) with wrappers that add up each one's thread CPU time; `process_pages` is
-wrapped for the batch's total. The main text is also timed apart for pages whose host had
-a window hint and for the rest.
+wrapped for the batch's total. The main text is also timed apart for pages that came with
+a window hint (their site's, or in older trees their host's in this worker) and for the rest.
 Each worker writes its totals, with its link memo's counters, as JSON to
 $WORKER_STAGES_OUT/<pid>.json every 20 batches (workers are stopped, not asked to exit).
 """
@@ -44,15 +44,18 @@ if os.environ.get("WORKER_STAGES_OUT") and is_forkserver():
 
     _main_text = page_work._main_text
 
-    def _hinted_main_text(url, body, decoded):
-        try:
-            host = page_work.host_of(url)
-        except Exception:
-            host = ""
-        hinted = page_work._window_hints.get(host, 0) > 0
+    def _hinted_main_text(*args):
+        if isinstance(args[0], str):  # older trees: (url, body, decoded), hints by host
+            try:
+                host = page_work.host_of(args[0])
+            except Exception:
+                host = ""
+            hinted = page_work._window_hints.get(host, 0) > 0
+        else:  # (body, decoded, first_try): the site's hint came with the page
+            hinted = args[2] > 0
         started = _clock()
         try:
-            return _main_text(url, body, decoded)
+            return _main_text(*args)
         finally:
             key = "hinted" if hinted else "unhinted"
             _totals[key] += 1

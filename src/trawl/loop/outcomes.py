@@ -79,11 +79,14 @@ class PageOutcomes:
         # The fetcher reads a page's body only for fetch.stored_types (HTML).
         elif result.body is not None and 200 <= result.status < 300:
             known = previous.content_hash if previous is not None else ""
+            state = ctx.sites.state(item.site)
+            page = self._page_input(result, known, state.main_text_window)
             try:
-                out: PageOutput = await ctx.page_workers.run(self._page_input(result, known))
+                out: PageOutput = await ctx.page_workers.run(page)
             except Exception as exc:  # see _page_work_failed
                 self._page_work_failed(item, record, exc)
             else:
+                state.main_text_window = out.window_hint
                 ctx.inbox.drain()
                 if previous is not None:
                     changed = out.content_hash != previous.content_hash
@@ -274,7 +277,9 @@ class PageOutcomes:
             state.count_page(result.started_at)
         ctx.sites.mark_changed(item.site)
 
-    def _page_input(self, result: FetchResult, known_content_hash: str) -> PageInput:
+    def _page_input(
+        self, result: FetchResult, known_content_hash: str, window_hint: int
+    ) -> PageInput:
         assert result.body is not None
         return PageInput(
             url=result.url,
@@ -290,6 +295,7 @@ class PageOutcomes:
             known_content_hash=known_content_hash,
             request_head=result.request_head,
             max_links=self.ctx.policy.max_links_per_page,
+            window_hint=window_hint,
         )
 
     def _archive_answer(self, item: CrawlUrl, result: FetchResult, record: PageRecord) -> None:

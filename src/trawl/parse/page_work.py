@@ -12,7 +12,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trawl.errors import InvalidUrl
-from trawl.parse.fingerprint import MIN_PROSE_TOKENS, main_text, shape_of_tree
+from trawl.parse.fingerprint import MIN_PROSE_TOKENS, MainText, main_text, shape_of_tree
 from trawl.parse.links import decode_html, links_of_tree, parse_decoded, parse_html
 from trawl.parse.meta_robots import parse_x_robots_tag
 from trawl.parse.render_need import RenderReason, render_reason, visible_text_chars
@@ -21,7 +21,7 @@ from trawl.store.capture import encode_exchange
 from trawl.store.warc_record import EncodedRecord, warc_level
 from trawl.urls.link_memo import LinkMemo
 from trawl.urls.normalise import DEFAULT_RULES, NormaliseRules, normalise_url, url_hash
-from trawl.urls.registered_domain import host_of, site_of_normalised
+from trawl.urls.registered_domain import site_of_normalised
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
@@ -54,6 +54,10 @@ class PageInput(NamedTuple):
     known_content_hash: str = ""
     request_head: bytes = b""  # the request as sent, for the WARC request record
     max_links: int = 0  # hrefs kept from the page (parse.links); 0: all
+    # The main-text window (bytes from <body>) that held the prose of the site's last page,
+    # 0 when none is known: this page's first try (parse.fingerprint.main_text). The crawl
+    # loop keeps it with the site, so a site's pages share it whichever worker gets them.
+    window_hint: int = 0
 
 
 class FoundLink(NamedTuple):
@@ -90,6 +94,7 @@ class PageOutput(NamedTuple):
     # shows its content without scripts: nearly every page.
     render_reason: RenderReason | None = None
     links_dropped: int = 0  # distinct hrefs past PageInput.max_links, not followed
+    window_hint: int = 0  # the window that held this page's prose: the next page's first try
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # The links cross as plain tuples: a FoundLink pickles with a Python call each way
@@ -132,7 +137,7 @@ def process_page(page: PageInput) -> PageOutput:
     if page.store_body and not noindex and digest != page.known_content_hash:
         record, request = _encode_capture(page, sha256)
     links, bad = ((), 0) if nofollow else normalise_links(parsed.hrefs, parsed.base_url)
-    simhash, tokens = _main_text(page.url, page.body, decoded)
+    simhash, tokens, window_hint = _main_text(page.body, decoded, page.window_hint)
     needs_render = render_reason(tree, tokens)  # before shape_of_tree strips the tree
     return PageOutput(
         digest,
@@ -149,29 +154,15 @@ def process_page(page: PageInput) -> PageOutput:
         request,
         needs_render,
         0 if nofollow else parsed.links_dropped,
+        window_hint,
     )
 
 
-def _main_text(url: str, body: bytes, decoded: str | bytes) -> tuple[int, int]:
-    """`main_text` with a first try where the host's last page held its prose: pages of
-    one host share a template (the answer is the same either way; only the cost differs)."""
-    try:
-        host = host_of(url)
-    except InvalidUrl:  # never for a fetched page; then there is simply no hint
-        host = ""
-    found = main_text(body, decoded, first_try=_window_hints.get(host, 0))
-    if found.window_hint:
-        if len(_window_hints) >= _MAX_WINDOW_HINTS:
-            _window_hints.clear()  # emptying costs a full pass per host, once
-        _window_hints[host] = found.window_hint
-    else:
-        _window_hints.pop(host, None)
-    return found.simhash, found.tokens
-
-
-# One per worker process: host -> the main-text window its last page needed (bytes).
-_window_hints: dict[str, int] = {}
-_MAX_WINDOW_HINTS = 100_000  # ~10 MB at worst
+def _main_text(body: bytes, decoded: str | bytes, first_try: int) -> MainText:
+    """`main_text` with a first try where the site's last page held its prose: pages of
+    one site share a template (the answer is the same either way; only the cost differs).
+    A stage of its own for the probes (bench.profile_crawl, bench.worker_stages)."""
+    return main_text(body, decoded, first_try=first_try)
 
 
 def _encode_capture(page: PageInput, sha256: str) -> tuple[EncodedRecord, EncodedRecord | None]:

@@ -39,6 +39,9 @@ class SiteState:
     limits: SiteLimits | None = None  # the operator's override
     origins: OriginHealth = field(default_factory=OriginHealth)
     loaded_at: float = 0.0  # when this process read it (SiteBook; not in the host record)
+    # Where the last page's main text ended (parse.page_work.PageInput.window_hint): a cost
+    # hint for the page workers, learnt again after a restart (not in the host record).
+    main_text_window: int = 0
 
     def set_limits(
         self, limits: SiteLimits | None, policy: ClockPolicy, restarted_at: float | None = None
