@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
+import sqlite3
 from typing import TYPE_CHECKING
 
 from tests.fakes.fetcher import Answer, ScriptedFetcher
@@ -24,6 +26,7 @@ from tests.loop.virtual_clock import VirtualClock
 
 from trawl.parse import page_work
 from trawl.parse.fingerprint import main_text
+from trawl.store.layout import DB_NAME
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -106,3 +109,10 @@ def test_a_sites_pages_take_the_window_its_last_page_needed(
     assert [p.window_hint for p, _ in other] == [0]
     assert ctx.sites.state("news.test").main_text_window == news[-1][1].window_hint
     assert ctx.sites.state("other.test").main_text_window == other[0][1].window_hint
+    # And the host record keeps it, for the site's next visit after leaving memory.
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        (record,) = conn.execute("SELECT record FROM hosts WHERE site = 'news.test'").fetchone()
+    finally:
+        conn.close()
+    assert json.loads(record)["mainTextWindow"] == news[-1][1].window_hint

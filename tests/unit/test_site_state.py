@@ -121,3 +121,17 @@ def test_damaged_origins_in_a_host_record_name_the_site() -> None:
     record["origins"] = {"failing": {"http://example.com": {"failures": "x"}}}
     with pytest.raises(DataError, match=r"example\.com.*origins"):
         SiteState.from_host_record(record)
+
+
+def test_the_main_text_window_hint_survives_the_host_record() -> None:
+    state = SiteState("example.com")
+    state.main_text_window = 6_144
+    record = state.to_host_record("m1")
+    assert SiteState.from_host_record(record).main_text_window == 6_144
+    # Records from before the hint, and damaged hints, read as none; the rest still loads.
+    del record["mainTextWindow"]
+    assert SiteState.from_host_record(record).main_text_window == 0
+    for damaged in ("6144", -1, True, 1 << 40, 2.5, None):
+        again = SiteState.from_host_record({**record, "mainTextWindow": damaged})
+        assert again.main_text_window == 0
+        assert again.site == "example.com"

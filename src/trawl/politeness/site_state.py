@@ -19,6 +19,7 @@ from trawl.politeness.site_limits import SiteLimits
 
 _SECONDS_PER_DAY = 86400
 _RECENT_ERRORS = 10
+_MAX_HINT = 1 << 20  # bytes; the page workers try at most 32 KiB (parse.fingerprint)
 
 
 @dataclass(slots=True)
@@ -40,7 +41,8 @@ class SiteState:
     origins: OriginHealth = field(default_factory=OriginHealth)
     loaded_at: float = 0.0  # when this process read it (SiteBook; not in the host record)
     # Where the last page's main text ended (parse.page_work.PageInput.window_hint): a cost
-    # hint for the page workers, learnt again after a restart (not in the host record).
+    # hint for the page workers, kept in the host record so that a site read back after
+    # leaving memory (a recrawl's visit, a restart) does not pay the full window again.
     main_text_window: int = 0
 
     def set_limits(
@@ -150,6 +152,7 @@ class SiteState:
             },
             "override": self.limits.to_json() if self.limits else None,
             "origins": self.origins.to_json(),
+            "mainTextWindow": self.main_text_window,
         }
 
     @classmethod
@@ -206,6 +209,15 @@ class SiteState:
                 sitemap_urls=int(counts[4]),  # type: ignore[call-overload]
                 limits=limits,
                 origins=OriginHealth.from_json(record.get("origins")),
+                main_text_window=_window_hint(record.get("mainTextWindow")),
             )
         except (TypeError, ValueError, KeyError, DataError) as exc:
             raise DataError(f"host record of {site!r} is damaged: {exc}") from None
+
+
+def _window_hint(value: object) -> int:
+    """A host record's main-text window hint; anything but a plausible one is no hint (it
+    only saves work, so a damaged one is dropped rather than failing the record)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_HINT:
+        return value
+    return 0
