@@ -2,14 +2,15 @@
 
     python -m bench.main_text_hints [--steps 4096 2048 1024] [--rounds 2]
 
-A worker tries a host's next page with the window its last page needed (`main_text`'s
-`first_try`), rounded up to whole `_HINT_STEP`s. This replays pages a site at a time, in
-order, as one worker sees them: the quick bench web's (200 sites x 12 pages, generated
-into /tmp/trawl-bench-web-quick as bench/page_work_bench.py does) and bench/news_pages.py's
-(6 templates x 40 articles). For each step it prints the CPU ms a page of `main_text`, how
-many first tries fell short (each costs a second, full pass) and the windows tried. The
-steps alternate over `--rounds`, so a noisy machine slows each alike; the answers do not
-depend on the step (tests/unit/test_fingerprint.py), only the cost does.
+A site's next page is tried with the window its last page needed (`main_text`'s
+`first_try`, which the crawl loop keeps with the site), rounded up to whole `_HINT_STEP`s.
+This replays pages a site at a time, in order: the quick bench web's (200 sites x 12
+pages, generated into /tmp/trawl-bench-web-quick as bench/page_work_bench.py does) and
+bench/news_pages.py's (6 templates x 40 articles). For each step it prints the CPU ms a
+page of `main_text`, how many first tries fell short (each costs a second, full pass) and
+the windows tried. The steps alternate over `--rounds`, so a noisy machine slows each
+alike; the answers do not depend on the step (tests/unit/test_fingerprint.py), only the
+cost does.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ _CHROME_TAGS = ["script", "style", "noscript", "template", "nav", "footer", "svg
 # pages, 23 KB heads) windows of 16 KiB or more give the same fingerprints and 12 KiB does
 # not, so 32 KiB keeps a 2x margin; on the bench web it costs 0.64 ms a page against
 # 1.03 ms for 64 KiB and 1.79 ms for whole pages. `main_text` tries a smaller window first
-# where the host's last page showed one suffices (issue 17): same answers, and the
+# where the site's last page showed one suffices (issue 17): same answers, and the
 # main-text step fell from 1.87 to 1.33 ms a page on news_pages' pages (20 KiB windows)
 # and process_page from 2.92 to 2.30 ms on the quick bench web's (bench/page_work_bench.py).
 _MAX_MAIN_HTML_BYTES = 32 * 1024
