@@ -350,14 +350,25 @@ def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEF
     if plain is not None:
         scheme, netloc, path, query = plain.groups("")
         if scheme:
-            return _rebuilt(raw, scheme, netloc, path, query, rules)
+            return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=True)
         if path and base is not None:
             # `_resolve` for a relative path with no scheme or authority of its own.
             scheme, netloc, b_path, _ = _split_base(base)
             if not path.startswith("/"):
                 path = b_path[: b_path.rfind("/") + 1] + path
-            return _rebuilt(raw, scheme, netloc, path, query, rules)
+                plain_base = _is_plain_path(b_path)  # the page's own path: any text
+                return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=plain_base)
+            return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=True)
     return _normalise_any(raw, base, rules)
+
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9\-._~/]*")
+
+
+@lru_cache(maxsize=512)
+def _is_plain_path(path: str) -> bool:
+    """Is `path` of `_PLAIN`'s path characters only? (Cached: a page's hrefs share a base.)"""
+    return _PLAIN_PATH.fullmatch(path) is not None
 
 
 def _normalise_any(raw: str, base: str | None, rules: NormaliseRules) -> str:
@@ -385,16 +396,29 @@ def _normalise_any(raw: str, base: str | None, rules: NormaliseRules) -> str:
 
 
 def _rebuilt(
-    raw: str, scheme: str, netloc: str, path: str, query: str, rules: NormaliseRules
+    raw: str,
+    scheme: str,
+    netloc: str,
+    path: str,
+    query: str,
+    rules: NormaliseRules,
+    *,
+    plain_path: bool = False,
 ) -> str:
-    """The URL from its resolved parts, each normalised (see the module docstring)."""
+    """The URL from its resolved parts, each normalised (see the module docstring).
+
+    `plain_path`: the path is of `_PLAIN`'s characters only (no "%", no ";"), which the
+    escape and parameter rules leave as it is, so they are skipped (~0.4 us an href)."""
     try:
         authority = _authority(scheme, netloc)
     except InvalidUrl as exc:
         raise InvalidUrl(f"{raw!r}: {exc}") from None
-    path = _fix_path_escapes(path) if path else "/"
-    if ";" in path:
-        path = _strip_path_params(path, rules)
+    if not path:
+        path = "/"
+    elif not plain_path:
+        path = _fix_path_escapes(path)
+        if ";" in path:
+            path = _strip_path_params(path, rules)
     if "/." in path:
         path = _remove_dot_segments(path)
     url = f"{scheme}://{authority}{path}"
