@@ -326,6 +326,10 @@ def _resolve(
     return b_scheme, b_netloc, path, query
 
 
+# A plain path's characters: none that the escape or path-parameter rules change (a path
+# of only these skips them: `_rebuilt`'s `plain_path`).
+_PLAIN_PATH_CHARS = r"[A-Za-z0-9\-._~/]*"
+
 # The usual link, read in one match (`normalise_url`'s fast path): an absolute URL with a
 # lowercase http(s) scheme and a plain host[:port], or a relative path that is not a
 # network-path reference; a path and a query of characters that need no escaping and no
@@ -333,7 +337,7 @@ def _resolve(
 # inside the fragment.
 _PLAIN = re.compile(
     r"(?:(https?)://([A-Za-z0-9.\-]+(?::[0-9]*)?)(?=[/?#]|\Z))?"
-    r"((?!//)[A-Za-z0-9\-._~/]*)"
+    rf"((?!//){_PLAIN_PATH_CHARS})"
     r"(?:\?([A-Za-z0-9\-._~=&]*))?"
     r"(?:#.*)?\Z",
     re.S,
@@ -354,15 +358,15 @@ def normalise_url(raw: str, base: str | None = None, rules: NormaliseRules = DEF
         if path and base is not None:
             # `_resolve` for a relative path with no scheme or authority of its own.
             scheme, netloc, b_path, _ = _split_base(base)
+            plain_path = True
             if not path.startswith("/"):
                 path = b_path[: b_path.rfind("/") + 1] + path
-                plain_base = _is_plain_path(b_path)  # the page's own path: any text
-                return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=plain_base)
-            return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=True)
+                plain_path = _is_plain_path(b_path)  # the page's own path: any text
+            return _rebuilt(raw, scheme, netloc, path, query, rules, plain_path=plain_path)
     return _normalise_any(raw, base, rules)
 
 
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9\-._~/]*")
+_PLAIN_PATH = re.compile(_PLAIN_PATH_CHARS)
 
 
 @lru_cache(maxsize=512)
