@@ -49,3 +49,24 @@ def test_the_parts_the_checkpoint_writes_load_back_as_the_same_filter() -> None:
     loaded = BloomFilter.from_bytes(header + body)
     assert all(h in loaded for h in hashes[:5_000])
     assert [h in loaded for h in hashes[5_000:]] == [h in bloom for h in hashes[5_000:]]
+
+
+def test_a_checkpoint_of_a_filter_hashed_by_a_python_callback_loads_the_same() -> None:
+    # Checkpoints from before the filter was handed integers: rbloom called a Python hash
+    # function on each urlHash string. The bits must be the same, or an upgrade would
+    # take every URL seen before for new (or the reverse).
+    from rbloom import Bloom
+
+    offset = 1 << 127
+    old = Bloom(5_000, 0.01, lambda url_hash: int(url_hash, 16) - offset)
+    for i in range(2_500):
+        old.add(_h(i))
+    loaded = BloomFilter.from_bytes(b"5000:0.01\n" + bytes(old.save_bytes()))
+    assert all(_h(i) in loaded for i in range(2_500))
+    fresh = BloomFilter(5_000, 0.01)
+    for i in range(2_500):
+        fresh.add(_h(i))
+    assert fresh.to_bytes() == loaded.to_bytes()
+    assert [_h(i) in loaded for i in range(2_500, 5_000)] == [
+        _h(i) in old for i in range(2_500, 5_000)
+    ]

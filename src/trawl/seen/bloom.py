@@ -2,7 +2,11 @@
 
 rbloom hashes with Python's `hash()` by default, which is salted per process; a filter we
 save and load must hash the same way in every process, so we hash with the urlHash itself:
-it is already 128 uniformly distributed bits of SHA-256.
+it is already 128 uniformly distributed bits of SHA-256. The filter is given that number,
+and its hash function is `int`, which returns it in C: a Python hash function was called
+back from Rust for the check and again for the add (`add_if_new` over half seen, half new
+urlHashes: 1.66-1.67 against 1.37-1.39 us a call, three rounds).
+The bits are the same, so checkpoints written either way load alike.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from rbloom import Bloom
 _OFFSET = 1 << 127
 
 
-def _hash_url_hash(url_hash: str) -> int:
+def _key(url_hash: str) -> int:
     # rbloom wants a signed 128-bit integer
     return int(url_hash, 16) - _OFFSET
 
@@ -27,19 +31,20 @@ class BloomFilter:
     def __init__(self, capacity: int, false_positive_rate: float) -> None:
         self.capacity = capacity
         self.false_positive_rate = false_positive_rate
-        self._bloom = Bloom(capacity, false_positive_rate, _hash_url_hash)
+        self._bloom = Bloom(capacity, false_positive_rate, int)
 
     def add(self, url_hash: str) -> None:
-        self._bloom.add(url_hash)
+        self._bloom.add(_key(url_hash))
 
     def __contains__(self, url_hash: str) -> bool:
-        return url_hash in self._bloom
+        return _key(url_hash) in self._bloom
 
     def add_if_new(self, url_hash: str) -> bool:
         """Add and return True when the hash was definitely not there before."""
-        if url_hash in self._bloom:
+        key = int(url_hash, 16) - _OFFSET  # _key, inline: this is the crawl's per-link call
+        if key in self._bloom:
             return False
-        self._bloom.add(url_hash)
+        self._bloom.add(key)
         return True
 
     @property
@@ -71,7 +76,7 @@ class BloomFilter:
         out = cls.__new__(cls)
         out.capacity = int(capacity_text)
         out.false_positive_rate = float(rate_text)
-        out._bloom = Bloom.load_bytes(body, _hash_url_hash)
+        out._bloom = Bloom.load_bytes(body, int)
         return out
 
     def __repr__(self) -> str:
