@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trawl.errors import InvalidUrl
 from trawl.urls.normalise import normalise_url
 from trawl.urls.registered_domain import (
+    _PLAIN_AUTHORITY,
+    _split_any_authority,
+    _split_authority,
     host_of,
     origin_of,
     registered_domain,
@@ -85,3 +88,34 @@ def test_bad_urls_raise_invalid_url(url: str) -> None:
 def test_site_of_normalised_agrees_with_site_of(base: str, ref: str) -> None:
     url = normalise_url(ref, base)
     assert site_of_normalised(url) == site_of(url)
+
+
+# URL-ish text around the fast path's edges: schemes in either case, hosts with and without
+# the characters it takes, ports, userinfo, brackets, controls, then any rest.
+_SCHEMES = st.sampled_from(["http://", "https://", "HTTP://", "Https://", "ftp://", "http:/", ""])
+_HOSTS = st.text(alphabet="abcxyzAZ019.-_@:[]% \t\n\u00e9", min_size=0, max_size=12)
+_RESTS = st.text(alphabet="/?#:@a1 \t\n\\.", max_size=8)
+
+
+@given(_SCHEMES, _HOSTS, _RESTS)
+@example("http://", "Shop.Example", "/a")  # urlsplit lowercases the host
+@example("http://", "h", "\t/")  # and drops tabs and newlines anywhere
+@example("https://", "h.example", ":8443/")
+@settings(max_examples=500)
+def test_the_plain_authority_fast_path_answers_as_urlsplit_does(
+    scheme: str, host: str, rest: str
+) -> None:
+    url = scheme + host + rest
+    try:
+        expected = _split_any_authority(url)
+    except InvalidUrl:
+        with pytest.raises(InvalidUrl):
+            _split_authority(url)
+        return
+    assert _split_authority(url) == expected
+
+
+def test_the_fast_path_takes_the_normalisers_urls() -> None:
+    # Not only a fallback that always runs: the crawl's URLs take the match.
+    for url in ("http://www.s00017.bench/sec3/p2.html", "https://a-b.example/?q#f", "http://h"):
+        assert _PLAIN_AUTHORITY.match(url) is not None
