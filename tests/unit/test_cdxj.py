@@ -104,3 +104,35 @@ def test_plain_urls_take_a_short_way_to_the_same_key(
     # the full rules for the same URL.
     url = f"{scheme}://{www}{'.'.join(labels)}/{path}"
     assert surt_key(url) == _surt_key_any(url)
+
+
+_FIELD = st.one_of(st.just(""), st.just("-"), st.text(max_size=20))
+
+
+@settings(max_examples=300)
+@given(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD, st.integers(0, 1 << 40), st.integers(0, 1 << 32))
+def test_a_line_is_json_dumps_of_the_kept_fields(
+    url: str, mime: str, status: str, digest: str, filename: str, offset: int, length: int
+) -> None:
+    # The line is put together by hand on the crawl loop: it must be byte for byte what
+    # json.dumps writes for the same fields (quotes, backslashes, controls, non-ASCII).
+    entry = cdx_entry(
+        url="http://ex.com/",
+        warc_date="2026-12-06T00:00:00Z",
+        http_head=b"HTTP/1.1 200 OK\r\n\r\n",
+        digest="sha256:ab",
+        revisit=False,
+    )
+    entry = entry._replace(url=url, mime=mime, status=status, digest=digest)
+    fields = {
+        "url": url,
+        "mime": mime,
+        "status": status,
+        "digest": digest,
+        "length": str(length),
+        "offset": str(offset),
+        "filename": filename,
+    }
+    kept = {k: v for k, v in fields.items() if v and v != "-"}
+    expected = f"{entry.key} {entry.timestamp} {json.dumps(kept)}"
+    assert cdx_line(entry, offset=offset, length=length, filename=filename) == expected
