@@ -41,6 +41,7 @@ def test_issue_15_rules_unblock_the_site_and_re_gap_its_clock() -> None:
         blocking=Blocking.UNBLOCK,
         reads_sitemaps=True,
         status_label="robots:rules",
+        commit_now=False,
     )
 
 
@@ -65,6 +66,7 @@ def test_unreachable_on_the_only_live_origin_holds_and_blocks_the_site(
         blocking=Blocking.BLOCK,
         reads_sitemaps=False,
         status_label="robots:unreachable",
+        commit_now=True,
     )
 
 
@@ -138,3 +140,43 @@ def test_issue_15_a_crawl_delay_longer_than_the_gap_holds_the_site_for_the_delay
     read = robots_read(rules, None, others_answer=False, now=NOW, gap_s=gap_s)
     assert read.hold_until == NOW + 30.0
     assert read.blocking is Blocking.UNBLOCK
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "commit_now"),
+    [
+        (None, 30.0, True),  # a Crawl-delay came
+        (30.0, 10.0, True),  # changed
+        (30.0, None, True),  # went
+        (None, None, False),
+        (5.0, 5.0, False),
+    ],
+)
+def test_only_a_crawl_delay_that_came_went_or_changed_is_committed_at_once(
+    before: float | None, after: float | None, commit_now: bool
+) -> None:
+    read = robots_read(
+        answer(200, b"User-agent: *\nDisallow: /private\n"),
+        None,
+        others_answer=False,
+        now=NOW,
+        gap_s=GAP_S,
+        delay_before=before,
+        delay_after=after,
+    )
+    assert read.commit_now is commit_now
+
+
+@pytest.mark.parametrize("others_answer", [False, True])
+def test_an_unreachable_robots_txt_is_committed_at_once(others_answer: bool) -> None:
+    # Its hold (or its origin's retry_at) must outlive a crash, delay unchanged or not.
+    read = robots_read(
+        answer(503),
+        None,
+        others_answer=others_answer,
+        now=NOW,
+        gap_s=GAP_S,
+        delay_before=2.0,
+        delay_after=2.0,
+    )
+    assert read.commit_now

@@ -319,6 +319,8 @@ class SiteRequests:
             others_answer=state.origins.others_answer(origin),
             now=ctx.clock.now(),
             gap_s=state.clock.gap_s(ctx.policy.clock),
+            delay_before=delay_before,
+            delay_after=state.clock.crawl_delay_s,
         )
         state.clock.hold_until(read.hold_until)
         if read.blocking is Blocking.BLOCK:
@@ -329,13 +331,7 @@ class SiteRequests:
         if read.reads_sitemaps:
             self.sitemaps.queue_from_robots(state, origin, rules)
         ctx.sites.write(state.site)
-        # What a crash must not lose before the next commit: a Crawl-delay that came, went
-        # or changed (the restart gap depends on it) and the hold on an unreachable
-        # robots.txt. Other answers go with the next commit (within `commit_interval_s`);
-        # a crash before it means robots.txt is asked again after the restart gap. A commit
-        # for every robots.txt was 40 % of the crawl loop's commit time in a 60 s bench
-        # crawl, where most robots.txt files are read (issue 17).
-        if state.clock.crawl_delay_s != delay_before or rules.retry_at is not None:
+        if read.commit_now:
             ctx.records.commit()
 
     async def request(
