@@ -16,9 +16,9 @@ import sqlite3
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from tests.fakes.fetcher import ScriptedFetcher
+from tests.fakes.fetcher import Answer, ScriptedFetcher
 from tests.loop.one_crawl import crawl_on
-from tests.loop.test_crawl_loop import HOSTS, SEEDS, settings, web
+from tests.loop.test_crawl_loop import HOSTS, SEEDS, page, settings, web
 from tests.loop.virtual_clock import VirtualClock
 
 from trawl.errors import StoreUnavailable
@@ -110,3 +110,59 @@ def test_a_turn_whose_host_record_is_unreadable_sends_nothing_and_the_crawl_goes
     assert set(SEEDS) <= stored
     robots = Counter(r.url for r in fetcher.requests if r.url.endswith("/robots.txt"))
     assert max(robots.values()) == 1  # no site asked twice for lack of its record
+
+
+class UnreadableTarget(SqliteRecords):
+    """Records whose first host-record read of TARGET_SITE meets a store that went away."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.refused: list[str] = []
+
+    def get_host(self, site: str) -> dict[str, object] | None:
+        if site == TARGET_SITE and not self.refused:
+            self.refused.append(site)
+            raise StoreUnavailable("PostgreSQL 127.0.0.1:5432/trawl: query failed: (a test)")
+        return super().get_host(site)
+
+
+TARGET_SITE = "to.test"
+
+
+def test_a_robots_redirect_whose_target_record_is_unreadable_leaves_no_site_held(
+    tmp_path: Path,
+) -> None:
+    # from.test's robots.txt redirects to another site's: the turn holds to.test for that
+    # request (RunState.hold_site) and first reads its host record. When that read meets an
+    # outage, the hold must go back with it: a site left held never gets a turn again (the
+    # origin's robots.txt waits on it turn after turn, and neither site is crawled).
+    answers: dict[str, Answer | list[Answer]] = {
+        "http://from.test/robots.txt": Answer(
+            301, (("Location", "http://to.test/robots.txt"),), b""
+        ),
+        "http://from.test/": page("/f1", "http://to.test/t1"),
+        "http://from.test/f1": page(),
+        "http://to.test/t1": page(),
+    }
+    clock = VirtualClock()
+    hosts = {"from.test": "198.51.100.1", "to.test": "198.51.100.2"}
+    fetcher = ScriptedFetcher(answers, clock=clock, hosts=hosts, default_ip=None)
+
+    async def crawl_one() -> tuple[list[str], float]:
+        conn = open_database(tmp_path / DB_NAME)
+        records = UnreadableTarget(conn)
+        started = clock.now()
+        await crawl_on(
+            settings(), tmp_path, clock, fetcher, ["http://from.test/"], conn=conn, records=records
+        )
+        return records.refused, clock.now() - started
+
+    refused, virtual_s = asyncio.run(clock.run(crawl_one()))
+    assert refused == [TARGET_SITE]
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        stored = {url for (url,) in conn.execute("SELECT url FROM pages")}
+    finally:
+        conn.close()
+    assert {"http://from.test/", "http://from.test/f1", "http://to.test/t1"} <= stored
+    assert virtual_s < 120.0  # not the crawl's time limit (3,600 s)

@@ -108,9 +108,11 @@ class Crawler:
             try:
                 lease = await self.requests.take_turn(site, line)
             except StoreUnavailable as exc:
-                # The site's host record could not be read (its first turn, or back in
-                # memory: loop.idle_sites): nothing was sent, its URLs stay queued.
-                log.warning("%s: turn skipped, its host record unreadable: %s", site, exc)
+                # A host record could not be read: the site's (its first turn, or back in
+                # memory: loop.idle_sites), or that of the site its robots.txt redirects to
+                # (RunState.hold_site). Its URLs stay queued; its robots.txt, if asked, is
+                # asked again at its next turn.
+                log.warning("%s: turn skipped, a host record unreadable: %s", site, exc)
                 return
             if lease is not None:
                 try:

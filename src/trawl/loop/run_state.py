@@ -117,11 +117,20 @@ class RunState:
     def hold_site(self, site: str) -> bool:
         """Hold `site` outside its own turn, as `take_site` holds a popped one (a robots.txt
         redirect from another site to it), until `release_held_site`. False when a turn
-        holds it already. The caller checks `may_fetch` first and waits for its clock."""
+        holds it already. The caller checks `may_fetch` first and waits for its clock.
+        Raises what reading the site's host record raises (StoreUnavailable), the hold
+        given back."""
         if not self._frontier.hold_site(site):
             return False
         self.working[site] += 1  # a partition hand-over waits for this request too
-        self._sites.state(site)
+        try:
+            self._sites.state(site)
+        except BaseException:
+            # Its host record could not be read (a cluster's store went away): the hold
+            # goes back with the error, or the site would stay held for the crawl's life,
+            # no turn of its own ever coming.
+            self.release_held_site(site)
+            raise
         return True
 
     def release_held_site(self, site: str) -> None:
