@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
@@ -29,6 +30,7 @@ from tests.servers.s3 import restartable_seaweedfs
 from trawl.store.blobs_s3 import S3BlobStore
 from trawl.store.warc_chunks import read_record_from_blobs
 from trawl.testweb.process import TestWebProcess
+from trawl.urls.normalise import normalise_url, url_hash
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -79,12 +81,18 @@ def failing_in_metrics(base: str) -> set[str]:
     }
 
 
-def watch_outage(cluster: Cluster, base: str, store: str, until: float) -> dict[str, float]:
+def watch_outage(
+    cluster: Cluster, base: str, store: str, until: float, api_reads: list[tuple[int, bytes]]
+) -> dict[str, float]:
     """Until `until` (epoch): when status, /metrics and a node's log first said `store`
-    was failing (seconds into the outage)."""
+    was failing (seconds into the outage). With `store` PostgreSQL, the answers of a page
+    record's read through the API go to `api_reads`."""
     started = time.time()
     seen: dict[str, float] = {}
     while time.time() < until:
+        if store == "postgres":
+            status, body, _ = http_get(base, seed_record_path(cluster))
+            api_reads.append((status, body))
         if "status" not in seen and f"{store} failing" in cluster_status(cluster):
             seen["status"] = time.time() - started
         if "metrics" not in seen and store in failing_in_metrics(base):
@@ -97,6 +105,11 @@ def watch_outage(cluster: Cluster, base: str, store: str, until: float) -> dict[
             assert proc.poll() is None, f"{node_id} exited:\n{cluster.log_of(node_id)[-3000:]}"
         time.sleep(0.5)
     return seen
+
+
+def seed_record_path(cluster: Cluster) -> str:
+    """The API path of the first seed's page record."""
+    return "/v1/pages/" + url_hash(normalise_url(cluster.web.seeds[0]))
 
 
 def crawl_through_outage(
@@ -115,10 +128,15 @@ def crawl_through_outage(
         wait_owned_by(cluster, redis, ["n1", "n2", "n3"], 30)
         quarter = lambda: len(fetched_pages(web)) * 4 >= len(expected)  # noqa: E731
         cluster.wait_for("a quarter of the pages", quarter, 60)
+        # n2's API reads the seed's record before the outage, so its own connection is one
+        # the outage breaks.
+        seed_read = lambda: http_get(base, seed_record_path(cluster))[0] == 200  # noqa: E731
+        cluster.wait_for("the seed's record through the API", seed_read, 30)
 
         stop()
         down_at = time.time()
-        seen = watch_outage(cluster, base, store, down_at + OUTAGE_S)
+        api_reads: list[tuple[int, bytes]] = []
+        seen = watch_outage(cluster, base, store, down_at + OUTAGE_S, api_reads)
         start()
         up_at = time.time()
         print(f"{store} down {up_at - down_at:.1f} s; first said so after {seen}")
@@ -126,6 +144,8 @@ def crawl_through_outage(
 
         wait_for_every_page(cluster, expected)
         cluster.wait_for("every page stored", lambda: cluster.stored_pages() >= len(expected), 60)
+        status, body, _ = http_get(base, seed_record_path(cluster))
+        read_after = (status, body[:300])
         backs = [
             line.strip()
             for n in cluster.nodes
@@ -147,6 +167,15 @@ def crawl_through_outage(
         check_bodies(cluster, s3)
         if store == "postgres":
             assert during == [], "no fetch started while PostgreSQL was down"
+            # Reads that meet the outage answer 503, asking to be sent again, never a 500.
+            answers = Counter(status for status, _ in api_reads)
+            assert answers[503] > 0, answers
+            assert answers[500] == 0, answers
+            told = next(body for status, body in api_reads if status == 503)
+            assert b"unreachable" in told, told
+            assert b"PostgreSQL" in told, told
+            # and once it is back, the API's own connection reconnects.
+            assert read_after[0] == 200, read_after
 
 
 def check_bodies(cluster: Cluster, s3: S3Server) -> None:

@@ -14,8 +14,8 @@ import functools
 import secrets
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query
-from fastapi.responses import Response
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from trawl import __version__
@@ -23,7 +23,7 @@ from trawl.api.crawl_view import LIMITS_WAIT_S
 from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
 from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of, share_or_503
-from trawl.errors import DataError, InvalidUrl
+from trawl.errors import DataError, InvalidUrl, StoreUnavailable
 from trawl.loop.operator_changes import AddedSeeds, add_operator_seeds
 from trawl.politeness.site_limits import checked_limits
 from trawl.politeness.site_state import SiteState
@@ -112,6 +112,7 @@ def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
+    app.add_exception_handler(StoreUnavailable, _store_unavailable)
     _add_page_routes(app, view)
     _add_host_routes(app, view, _token_check(token))
     _add_feed_routes(app, view)
@@ -119,6 +120,22 @@ def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
     app.include_router(scope_router(view, _token_check(token)))
     app.include_router(dashboard_router(view))
     return app
+
+
+# When a client asks again after a shared store went away: a node notices the store is back
+# at its next call to it (cluster.store_outages), within a second or two.
+STORE_RETRY_AFTER_S = 5
+
+
+async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """503 for a read or write that met a cluster's shared store out of reach: the crawl
+    pauses and resumes by itself, and the same call succeeds once the store is back. Not a
+    500 with a traceback in the node's log: nothing here is broken."""
+    return JSONResponse(
+        {"detail": f"a shared store is unreachable, ask again later: {exc}"},
+        status_code=503,
+        headers={"Retry-After": str(STORE_RETRY_AFTER_S)},
+    )
 
 
 def _token_check(token: str | None) -> Callable[..., None]:
@@ -162,6 +179,8 @@ def _add_page_routes(app: FastAPI, view: CrawlView) -> None:
             raise HTTPException(404, f"{record.url}: no {what} stored")
         try:
             stored = view.read_body(key)
+        except StoreUnavailable:
+            raise  # 503, not a damaged body (_store_unavailable)
         except DataError as exc:
             raise HTTPException(500, f"stored body unreadable: {exc}") from None
         media_type = stored.header("Content-Type") or "text/html"

@@ -49,7 +49,7 @@ from trawl.seen.partitioned import PartitionedSeen
 from trawl.store.blobs_s3 import S3BlobStore
 from trawl.store.fingerprints_postgres import PostgresFingerprints
 from trawl.store.layout import DB_NAME, lock_data_dir
-from trawl.store.postgres_db import open_postgres, reconnect_postgres
+from trawl.store.postgres_db import open_postgres, reader_connection, reconnect_postgres
 from trawl.store.records_postgres import PostgresRecords
 from trawl.store.sqlite_db import open_database
 from trawl.store.warc_chunks import WarcChunkWriter, read_record_from_blobs
@@ -195,7 +195,12 @@ async def _run(
     )
     status = StatusCache(cluster)
     shared = SharedStores(
-        open_records=lambda: PostgresRecords(open_postgres(cluster.postgres_dsn)),
+        # An API thread's own connection, which reconnects after an outage as the node's
+        # does: without `connect`, its reads failed until the node restarted.
+        open_records=lambda: PostgresRecords(
+            reader_connection(cluster.postgres_dsn),
+            connect=lambda: reconnect_postgres(cluster.postgres_dsn),
+        ),
         read_body=lambda key: read_record_from_blobs(blobs, key),
         send_limits=lambda site, override: links.send_control(
             partition_of(site, n), {"op": "limits", "site": site, "override": override}

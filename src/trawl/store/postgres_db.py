@@ -20,7 +20,7 @@ import psycopg
 from psycopg import IsolationLevel
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from trawl.errors import ConfigError, DataError
+from trawl.errors import ConfigError, DataError, StoreUnavailable
 
 SCHEMA_VERSION = 1
 CONNECT_TIMEOUT_S = 10  # unless the DSN says otherwise: a black-holed host must not hang us
@@ -124,6 +124,18 @@ def reconnect_postgres(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
     conn = psycopg.connect(dsn, autocommit=True)
     _set_session(conn)
     return conn
+
+
+def reader_connection(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection of its own for a thread that reads a database its node already set up
+    (an API thread's), its session as `reconnect_postgres` sets it. The DSN worked when the
+    node started, so a server that cannot be reached now is an outage: StoreUnavailable,
+    which the API answers with 503, not the ConfigError of a node's start."""
+    try:
+        return reconnect_postgres(dsn)
+    except psycopg.Error as exc:
+        where = describe(conninfo_to_dict(dsn))
+        raise StoreUnavailable(f"PostgreSQL {where}: cannot connect ({first_line(exc)})") from None
 
 
 def _set_session(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
