@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from tests.servers.s3 import empty_bucket
 
-from trawl.errors import ConfigError, DataError, UsageError
+from trawl.errors import ConfigError, DataError, StoreUnavailable, UsageError
 from trawl.store.blobs import MAX_KEY_BYTES, BlobNotFound, BlobStore
 from trawl.store.blobs_local import LocalBlobStore
 from trawl.store.blobs_s3 import S3BlobStore, S3Bucket
@@ -299,11 +299,13 @@ def test_s3_settings_name_what_is_missing():
 
 def test_s3_refuses_a_wrong_secret(s3_server: S3Server):
     bucket = replace(s3_server.bucket_named(s3_server.bucket), secret_access_key="wrong")
-    with pytest.raises(DataError, match=r"s3 http://127\.0\.0\.1:\d+/trawl-test: .*failed"):
+    with pytest.raises(DataError, match=r"s3 http://127\.0\.0\.1:\d+/trawl-test: .*failed") as info:
         S3BlobStore(bucket, max_attempts=1)
+    assert not isinstance(info.value, StoreUnavailable)  # refused, not out of reach
 
 
-def test_s3_unreachable_server_is_a_data_error():
+def test_s3_unreachable_server_is_a_store_outage():
+    # StoreUnavailable (a DataError): a node waits for the store, and its API answers 503.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once closed
@@ -314,7 +316,9 @@ def test_s3_unreachable_server_is_a_data_error():
         secret_access_key="b",
         env={},
     )
-    with pytest.raises(DataError, match=rf"127\.0\.0\.1:{port}/trawl-x: head bucket .*failed"):
+    with pytest.raises(
+        StoreUnavailable, match=rf"127\.0\.0\.1:{port}/trawl-x: head bucket .*failed"
+    ):
         S3BlobStore(bucket, max_attempts=2, connect_timeout_s=0.5)
 
 

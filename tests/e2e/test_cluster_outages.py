@@ -85,14 +85,13 @@ def watch_outage(
     cluster: Cluster, base: str, store: str, until: float, api_reads: list[tuple[int, bytes]]
 ) -> dict[str, float]:
     """Until `until` (epoch): when status, /metrics and a node's log first said `store`
-    was failing (seconds into the outage). With `store` PostgreSQL, the answers of a page
-    record's read through the API go to `api_reads`."""
+    was failing (seconds into the outage). The answers of an API read that needs `store`
+    go to `api_reads`."""
     started = time.time()
     seen: dict[str, float] = {}
     while time.time() < until:
-        if store == "postgres":
-            status, body, _ = http_get(base, seed_record_path(cluster))
-            api_reads.append((status, body))
+        status, body, _ = http_get(base, api_read_path(cluster, store))
+        api_reads.append((status, body))
         if "status" not in seen and f"{store} failing" in cluster_status(cluster):
             seen["status"] = time.time() - started
         if "metrics" not in seen and store in failing_in_metrics(base):
@@ -107,9 +106,11 @@ def watch_outage(
     return seen
 
 
-def seed_record_path(cluster: Cluster) -> str:
-    """The API path of the first seed's page record."""
-    return "/v1/pages/" + url_hash(normalise_url(cluster.web.seeds[0]))
+def api_read_path(cluster: Cluster, store: str) -> str:
+    """An API read that needs `store`: the first seed's page record (PostgreSQL), or its
+    stored body (S3)."""
+    record = "/v1/pages/" + url_hash(normalise_url(cluster.web.seeds[0]))
+    return record + "/body" if store == "s3" else record
 
 
 def crawl_through_outage(
@@ -128,9 +129,9 @@ def crawl_through_outage(
         wait_owned_by(cluster, redis, ["n1", "n2", "n3"], 30)
         quarter = lambda: len(fetched_pages(web)) * 4 >= len(expected)  # noqa: E731
         cluster.wait_for("a quarter of the pages", quarter, 60)
-        # n2's API reads the seed's record before the outage, so its own connection is one
-        # the outage breaks.
-        seed_read = lambda: http_get(base, seed_record_path(cluster))[0] == 200  # noqa: E731
+        # n2's API reads the seed's record (or body) before the outage, so its own
+        # connection is one the outage breaks.
+        seed_read = lambda: http_get(base, api_read_path(cluster, store))[0] == 200  # noqa: E731
         cluster.wait_for("the seed's record through the API", seed_read, 30)
 
         stop()
@@ -144,7 +145,7 @@ def crawl_through_outage(
 
         wait_for_every_page(cluster, expected)
         cluster.wait_for("every page stored", lambda: cluster.stored_pages() >= len(expected), 60)
-        status, body, _ = http_get(base, seed_record_path(cluster))
+        status, body, _ = http_get(base, api_read_path(cluster, store))
         read_after = (status, body[:300])
         backs = [
             line.strip()
@@ -167,15 +168,16 @@ def crawl_through_outage(
         check_bodies(cluster, s3)
         if store == "postgres":
             assert during == [], "no fetch started while PostgreSQL was down"
-            # Reads that meet the outage answer 503, asking to be sent again, never a 500.
-            answers = Counter(status for status, _ in api_reads)
-            assert answers[503] > 0, answers
-            assert answers[500] == 0, answers
-            told = next(body for status, body in api_reads if status == 503)
-            assert b"unreachable" in told, told
-            assert b"PostgreSQL" in told, told
-            # and once it is back, the API's own connection reconnects.
-            assert read_after[0] == 200, read_after
+        # API reads that meet the outage answer 503, asking to be sent again, never a 500,
+        answers = Counter(status for status, _ in api_reads)
+        assert answers[503] > 0, answers
+        assert answers[500] == 0, answers
+        told = next(body for status, body in api_reads if status == 503)
+        assert b"unreachable" in told, told
+        assert (b"PostgreSQL" if store == "postgres" else b"s3 http") in told, told
+        # and once the store is back, they succeed again (the API's own PostgreSQL
+        # connection reconnects).
+        assert read_after[0] == 200, read_after
 
 
 def check_bodies(cluster: Cluster, s3: S3Server) -> None:

@@ -35,9 +35,10 @@ import boto3
 from boto3.exceptions import Boto3Error
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as S3ConnectionError
 
-from trawl.errors import ConfigError, DataError
+from trawl.errors import ConfigError, DataError, StoreUnavailable
 from trawl.store.blobs import BlobNotFound, check_key, check_prefix, check_range
 
 if TYPE_CHECKING:
@@ -249,14 +250,20 @@ class S3BlobStore:
         return True
 
     def _failure(self, op: str, key: str, exc: Exception) -> DataError:
-        """The trawl error for a failed call: BlobNotFound for a missing key, else DataError."""
+        """The trawl error for a failed call: BlobNotFound for a missing key,
+        StoreUnavailable for a server out of reach or failing (no connection, a timeout, a
+        5xx after the client's retries: the same call may succeed later), else DataError."""
         code = _error_code(exc)
         target = f" {key!r}" if key else ""
         if key and code in _NOT_FOUND:
             return BlobNotFound(self._where, key)
         if isinstance(exc, ClientError):
             message = exc.response.get("Error", {}).get("Message", "")
-            return DataError(f"{self._where}: {op}{target} failed: {code} {message}".rstrip())
+            text = f"{self._where}: {op}{target} failed: {code} {message}".rstrip()
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            return StoreUnavailable(text) if status >= 500 else DataError(text)
+        if isinstance(exc, (S3ConnectionError, HTTPClientError)):
+            return StoreUnavailable(f"{self._where}: {op}{target} failed: {exc}")
         return DataError(f"{self._where}: {op}{target} failed: {exc}")
 
 
