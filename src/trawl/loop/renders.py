@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trawl.errors import DataError
+from trawl.errors import DataError, StoreUnavailable
 from trawl.loop.cpu_batches import failed_work
 from trawl.loop.lag import HIGH_LAG_S
 from trawl.loop.slices import in_slices
@@ -181,6 +181,13 @@ class Renders:
             if ctx.records.get_page(item.url_hash) is None:
                 raise DataError("its page record is not stored yet")
             stored = await asyncio.to_thread(self._parts.read_body, item.storage_key)
+        except StoreUnavailable:
+            # A cluster's shared store is out of reach: the copy is there, only not now, so
+            # the render waits however many leases the outage takes (fetches pause
+            # meanwhile too); counted against MAX_READ_ATTEMPTS, an outage of half a
+            # minute dropped the renders queued then as unreadable.
+            self._parts.queue.retry(item.url_hash, ctx.clock.now() + NOT_READY_AFTER_S)
+            return
         except DataError as exc:
             # A cluster node's page and body reach the shared stores at its next publish,
             # which may come after the render's lease; on one machine this is damage.
