@@ -43,8 +43,9 @@ URL = "http://alpha.test/a1"
 async def read_at_the_last_attempt(
     data_dir: Path, clock: VirtualClock, error: DataError
 ) -> tuple[int, dict[str, int]]:
-    """One render lease whose plain copy's read raises `error`, its attempts used up but
-    one; (rows left in the render queue, the renders counted by outcome)."""
+    """MAX_READ_ATTEMPTS leases of one render whose plain copy's read raises `error` each
+    time (the last lease's is the read a damaged copy is given up at); (rows left in the
+    render queue, the renders counted by outcome)."""
     s = with_overrides(settings(), render={"mode": "auto"})
     conn = open_database(data_dir / DB_NAME)
     fetcher = ScriptedFetcher(web(), clock=clock, hosts=HOSTS, default_ip=None)
@@ -64,7 +65,7 @@ async def read_at_the_last_attempt(
         renders = Renders(ctx, parts, cast("RenderFetches", None), cast("StoredContent", None))
         item = RenderItem(URL, hashed, "alpha.test", "forced", "warc:0:0", "<urn:x>", 0.0)
         queue.offer(item, clock.now())
-        for _ in range(MAX_READ_ATTEMPTS):  # every lease but the last fails to read
+        for _ in range(MAX_READ_ATTEMPTS):
             (leased,) = queue.lease(clock.now(), 60.0, 1)
             await renders._render(leased)
             await clock.sleep_until(clock.now() + 60.0)  # past the retry's not_before
