@@ -75,14 +75,19 @@ def test_issue_19_a_page_whose_outcome_met_an_outage_is_fetched_again_and_stored
 
 
 class UnreadableHosts(SqliteRecords):
-    """Records whose first FAILURES host-record reads meet a store that went away."""
+    """Records whose first `failures` host-record reads (of `only` that site, if given) meet
+    a store that went away."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, failures: int = FAILURES, only: str | None = None
+    ) -> None:
         super().__init__(conn)
         self.refused: list[str] = []
+        self._failures = failures
+        self._only = only
 
     def get_host(self, site: str) -> dict[str, object] | None:
-        if len(self.refused) < FAILURES:
+        if len(self.refused) < self._failures and self._only in (None, site):
             self.refused.append(site)
             raise StoreUnavailable("PostgreSQL 127.0.0.1:5432/trawl: query failed: (a test)")
         return super().get_host(site)
@@ -112,20 +117,6 @@ def test_a_turn_whose_host_record_is_unreadable_sends_nothing_and_the_crawl_goes
     assert max(robots.values()) == 1  # no site asked twice for lack of its record
 
 
-class UnreadableTarget(SqliteRecords):
-    """Records whose first host-record read of TARGET_SITE meets a store that went away."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        super().__init__(conn)
-        self.refused: list[str] = []
-
-    def get_host(self, site: str) -> dict[str, object] | None:
-        if site == TARGET_SITE and not self.refused:
-            self.refused.append(site)
-            raise StoreUnavailable("PostgreSQL 127.0.0.1:5432/trawl: query failed: (a test)")
-        return super().get_host(site)
-
-
 TARGET_SITE = "to.test"
 
 
@@ -150,7 +141,7 @@ def test_a_robots_redirect_whose_target_record_is_unreadable_leaves_no_site_held
 
     async def crawl_one() -> tuple[list[str], float]:
         conn = open_database(tmp_path / DB_NAME)
-        records = UnreadableTarget(conn)
+        records = UnreadableHosts(conn, failures=1, only=TARGET_SITE)
         started = clock.now()
         await crawl_on(
             settings(), tmp_path, clock, fetcher, ["http://from.test/"], conn=conn, records=records
