@@ -33,7 +33,12 @@ from trawl.cluster.ownership_shell import ClusterTiming, OwnershipShell
 from trawl.cluster.partition_table import PartitionTable
 from trawl.cluster.partitions import partition_of
 from trawl.cluster.placement import NodePlacement
-from trawl.cluster.redis_coord import ClusterKeys, connect, ensure_layout
+from trawl.cluster.redis_coord import (
+    ClusterKeys,
+    CoordinatorUnavailable,
+    connect,
+    ensure_layout,
+)
 from trawl.cluster.redis_ip_gate import RedisIpGate
 from trawl.cluster.redis_leases import RedisLeases
 from trawl.cluster.redis_links import RedisLinks
@@ -41,7 +46,7 @@ from trawl.cluster.redis_members import RedisMembers
 from trawl.cluster.redis_scope import RedisScope
 from trawl.cluster.status_metrics import StatusCache, status_metrics
 from trawl.cluster.store_outages import StoreOutages
-from trawl.errors import DataError
+from trawl.errors import DataError, StoreUnavailable
 from trawl.loop.crawler import Crawler
 from trawl.loop.progress import report_progress
 from trawl.loop.stop_signals import stop_on_signals
@@ -57,7 +62,7 @@ from trawl.wiring.embedded import IP_GAP_MARGIN_S, build_context
 from trawl.wiring.seeds import add_seeds, seed_scopes
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
     from pathlib import Path
 
     from trawl.cluster.cluster_file import ClusterSettings
@@ -202,9 +207,7 @@ async def _run(
             connect=lambda: reconnect_postgres(cluster.postgres_dsn),
         ),
         read_body=lambda key: read_record_from_blobs(blobs, key),
-        send_limits=lambda site, override: links.send_control(
-            partition_of(site, n), {"op": "limits", "site": site, "override": override}
-        ),
+        send_limits=limits_sender(links, n),
         cluster_metrics=lambda: status_metrics(status.latest) if status.latest else iter(()),
         send_scope=scope.send,
     )
@@ -219,6 +222,24 @@ async def _run(
             await publisher.publish()  # the final cut of close()'s checkpoint
         pg_conn.close()
         blobs.close()
+
+
+def limits_sender(
+    links: RedisLinks, partitions: int
+) -> Callable[[str, dict[str, Any] | None], Awaitable[str]]:
+    """How the API hands a site's new limits to the site's owner: a control entry on the
+    site's partition stream. Redis out of reach raises StoreUnavailable, which the API
+    answers with 503 and Retry-After (the owner was not told; sending again is harmless),
+    not the 500 a CoordinatorUnavailable, which the API cannot name, would give."""
+
+    async def send(site: str, override: dict[str, Any] | None) -> str:
+        control = {"op": "limits", "site": site, "override": override}
+        try:
+            return await links.send_control(partition_of(site, partitions), control)
+        except CoordinatorUnavailable as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    return send
 
 
 def _placement(
