@@ -65,6 +65,19 @@ def test_retry_waits_until_not_before(tmp_path: Path) -> None:
     assert [i.attempts for i in q.lease(now=30.0, lease_s=10.0, limit=1)] == [2]
 
 
+def test_an_uncounted_retry_gives_its_leases_attempt_back(tmp_path: Path) -> None:
+    """A lease that never reached the browser (a store out of reach, a partition moving)."""
+    q = _queue(tmp_path)
+    q.offer(_item("a.test", 1), now=0.0)
+    for now in (1.0, 2.0, 3.0):
+        (item,) = q.lease(now=now, lease_s=10.0, limit=1)
+        assert item.attempts == 1
+        q.retry("a.test-1", not_before=now, uncounted=True)
+    q.lease(now=4.0, lease_s=10.0, limit=1)
+    q.retry("a.test-1", not_before=4.0)  # counted: a browser failure
+    assert [i.attempts for i in q.lease(now=5.0, lease_s=10.0, limit=1)] == [2]
+
+
 def test_a_re_offer_points_at_the_newest_response_and_keeps_the_place(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.offer(_item("a.test", 1, key="old.warc.gz:0:10"), now=0.0)

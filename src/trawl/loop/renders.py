@@ -175,7 +175,7 @@ class Renders:
         if not ctx.placement.may_fetch(item.site):
             # A cluster node whose partition of the site is moving: its requests could not
             # be made. The row moves with the partition, or waits here until it settles.
-            self._parts.queue.retry(item.url_hash, ctx.clock.now() + RETRY_AFTER_S)
+            self._parts.queue.retry(item.url_hash, ctx.clock.now() + RETRY_AFTER_S, uncounted=True)
             return
         try:
             if ctx.records.get_page(item.url_hash) is None:
@@ -184,9 +184,12 @@ class Renders:
         except StoreUnavailable:
             # A cluster's shared store is out of reach: the copy is there, only not now, so
             # the render waits however many leases the outage takes (fetches pause
-            # meanwhile too); counted against MAX_READ_ATTEMPTS, an outage of half a
-            # minute dropped the renders queued then as unreadable.
-            self._parts.queue.retry(item.url_hash, ctx.clock.now() + NOT_READY_AFTER_S)
+            # meanwhile too). Uncounted: against MAX_READ_ATTEMPTS, an outage of half a
+            # minute dropped the renders queued then as unreadable, and against
+            # MAX_ATTEMPTS a browser failure after a long outage was never tried again.
+            self._parts.queue.retry(
+                item.url_hash, ctx.clock.now() + NOT_READY_AFTER_S, uncounted=True
+            )
             return
         except DataError as exc:
             # A cluster node's page and body reach the shared stores at its next publish,

@@ -98,12 +98,15 @@ class SqliteRenderQueue:
         self._begin()
         self._conn.execute("DELETE FROM render_queue WHERE url_hash = ?", (url_hash,))
 
-    def retry(self, url_hash: str, not_before: float) -> None:
-        """End the lease; the item is leased again from `not_before` on."""
+    def retry(self, url_hash: str, not_before: float, *, uncounted: bool = False) -> None:
+        """End the lease; the item is leased again from `not_before` on. `uncounted`: the
+        lease never reached the browser (the site's partition was moving, a shared store
+        was out of reach), so it gives back the attempt its lease counted."""
         self._begin()
         self._conn.execute(
-            "UPDATE render_queue SET leased_until = 0, not_before = ? WHERE url_hash = ?",
-            (not_before, url_hash),
+            "UPDATE render_queue SET leased_until = 0, not_before = ?,"
+            " attempts = max(attempts - ?, 0) WHERE url_hash = ?",
+            (not_before, int(uncounted), url_hash),
         )
 
     def reset_leases(self) -> int:
