@@ -163,13 +163,21 @@ def test_skips_are_noted_once_per_url_and_flushed_with_the_commit(db: Path) -> N
 
 
 def test_summary_says_the_scope_in_force(db: Path) -> None:
-    book = Process(db).book(capture_redirects=False)
+    p = Process(db)
+    book = p.book(capture_redirects=False)
     assert book.summary() == "scope any, off-scope redirects dropped"
     book.add_seeds([A, B])
     assert book.summary() == (
         "scope domain x1, prefix x1, max depth 3, extra hops 1, 1 exclude,"
         " off-scope redirects dropped"
     )
+    # Kept as seeds come and change (not a walk of every seed): a seed given again with
+    # another scope counts only with its new one.
+    book.add_seeds([SeedScope(B.url, ScopeType.HOST), SeedScope("https://c.test/", max_pages=4)])
+    summary = "scope any x1, host x1, prefix x1, max depth 3, max pages 4"
+    assert book.summary() == summary + ", off-scope redirects dropped"
+    p.conn.commit()
+    assert Process(db).book(capture_redirects=False).summary() == book.summary()  # resumed
     assert Process(db).book(defaults=SeedScope("", ScopeType.HOST)).default_seed(
         "https://c.test/"
     ) == SeedScope("https://c.test/", ScopeType.HOST)
