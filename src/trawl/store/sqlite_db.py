@@ -114,6 +114,9 @@ CREATE TABLE IF NOT EXISTS scope_seeds (
     position INTEGER NOT NULL,
     scope TEXT NOT NULL
 );
+-- A seed added to a crawl goes after the last (max(position)): without this index, a scan
+-- of every seed on the crawl loop, 12 ms a seed added through the API with 100,000 seeds.
+CREATE INDEX IF NOT EXISTS scope_seeds_position ON scope_seeds(position);
 CREATE TABLE IF NOT EXISTS scope_exclusions (pattern TEXT PRIMARY KEY, added_at REAL NOT NULL);
 -- URLs queued per seed id, for per-seed max_pages (a seed queued before its row exists, or
 -- a URL of no known seed, still counts here).
