@@ -1,7 +1,7 @@
 """Endpoint latencies of `trawl serve` while it crawls hard, against the same process idle.
 
     python -m bench.api_latency [--sites 2000] [--pages 50] [--warmup 20] [--requests 100]
-                                [--rate 20]
+                                [--rate 20] [--extra-seeds N]
 
 Serves the bench web farm (nginx, as bench.speed) and runs `trawl serve` on it. After
 `--warmup` seconds of crawling, every endpoint is asked `--requests` times, one after
@@ -9,7 +9,10 @@ another on a kept-alive connection at `--rate` calls a second, and p50/p95/p99/m
 recorded: that is the "busy" column. The crawl's pages/s before and while measuring
 show that it was measured under a full-speed crawl. Then every site is paused through the
 API itself (PUT /v1/hosts/{host}/limits), the crawl drains, and the same requests are made
-again: the "idle" baseline of the same process, data and database size. The ratio
+again. `--extra-seeds N` seeds the crawl with N more URLs (query-string variants of the home
+pages) beside the home pages: the cost of a seed added through the API (`POST /v1/seeds`
+with a URL new each call) grew with the seeds a crawl has (issue 17, thirty-fifth session).
+The idle phase is the "idle" baseline of the same process, data and database size. The ratio
 busy/idle is the figure to compare across runs; the absolute numbers depend on the machine
 and its load. Results go to
 bench/results/api-latency.json. Traffic: loopback only.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import signal
 import socket
@@ -30,10 +34,14 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.runinfo import describe_run
 from bench.webfarm.generate import generate_web
 from bench.webfarm.nginx import Nginx
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 RESULTS = Path(__file__).parent / "results" / "api-latency.json"
 TOKEN = "bench-token"
@@ -111,6 +119,8 @@ def endpoints(api: Api, seeds: list[str]) -> dict[str, tuple[str, str, object]]:
         "GET /v1/stats": ("GET", "/v1/stats", None),
         "GET /metrics": ("GET", "/metrics", None),
         "POST /v1/seeds (1 URL)": ("POST", "/v1/seeds", {"urls": [seeds[0]]}),
+        # A seed the crawl does not have yet, each call (the row above re-posts a seed).
+        "POST /v1/seeds (1 new URL)": ("POST", "/v1/seeds", _new_seed(seeds[0])),
         "PUT /v1/hosts/{host}/limits": ("PUT", f"/v1/hosts/{site}/limits", {"crawlDelay": 1}),
     }
     if "/v1/stats/history" in paths:
@@ -119,6 +129,11 @@ def endpoints(api: Api, seeds: list[str]) -> dict[str, tuple[str, str, object]]:
         out["GET /v1/sites"] = ("GET", "/v1/sites?sort=troubled&limit=20", None)
     out["GET / (dashboard)"] = ("GET", "/", None)
     return out
+
+
+def _new_seed(home: str) -> Callable[[], dict[str, list[str]]]:
+    made = itertools.count()
+    return lambda: {"urls": [f"{home}?api-seed={next(made)}"]}
 
 
 def measure(
@@ -131,7 +146,7 @@ def measure(
         times = []
         for _ in range(n):
             started = time.perf_counter()
-            status, payload, seconds = api.call(method, path, body)
+            status, payload, seconds = api.call(method, path, body() if callable(body) else body)
             time.sleep(max(0.0, gap - (time.perf_counter() - started)))
             if status != 200:
                 raise RuntimeError(f"{name}: {status} {payload[:200]!r}")
@@ -167,7 +182,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
     root = args.web
     spec = generate_web(root, n_sites=args.sites, pages_per_site=args.pages)
     seeds_file = tmp / "seeds.txt"
-    seeds_file.write_text("\n".join(spec.seeds) + "\n")
+    extra = [f"{spec.seeds[n % len(spec.seeds)]}?seed={n}" for n in range(args.extra_seeds)]
+    seeds_file.write_text("\n".join([*spec.seeds, *extra]) + "\n")
     (tmp / "token").write_text(TOKEN)
     port = free_port()
     command = [
@@ -246,10 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     # 575 calls/s of GET /v1/stats), so "under a full-speed crawl" would not hold.
     p.add_argument("--rate", type=float, default=20.0, help="calls per second (0: no pause)")
     p.add_argument("--web", type=Path, default=Path("/tmp/trawl-bench-web"))
+    p.add_argument("--extra-seeds", type=int, default=0, help="more seed URLs (see above)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="trawl-api-latency-") as tmp:
         result = run(args, Path(tmp))
-    meta = {**describe_run(), "sites": args.sites, "pages": args.pages, "warmup_s": args.warmup}
+    meta = {
+        **describe_run(), "sites": args.sites, "pages": args.pages, "warmup_s": args.warmup,
+        "extra_seeds": args.extra_seeds,
+    }  # fmt: skip
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"meta": meta, **result}, indent=1))
     print(report(result))
