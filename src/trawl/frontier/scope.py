@@ -301,18 +301,22 @@ class _SeedTables:
     )
     wide: list[_CompiledSeed] = field(default_factory=list)
     sites: set[str] = field(default_factory=set)  # every seed's registered domain
+    # The keys of `indexed` and `include_groups` whose lists this table made itself, which
+    # `add` may grow in place; any other list is another table's too and is copied once
+    # first. Copying it on every add made a bulk of seeds sharing an include list (the
+    # [scope] default) quadratic: each add copied the group's whole member list.
+    _own_lists: set[str] = field(default_factory=set)
+    _own_groups: set[tuple[str, ...]] = field(default_factory=set)
 
     def copy(self) -> _SeedTables:
-        """A copy whose own tables may grow; the lists inside `indexed` and
-        `include_groups` are still shared, so `add(..., shared=True)` to it."""
+        """A copy whose tables may grow (its lists are copied as they first grow)."""
         return _SeedTables(
             list(self.seeds), dict(self.by_url), dict(self.by_id), dict(self.indexed),
             dict(self.include_groups), list(self.wide), set(self.sites),
         )  # fmt: skip
 
-    def add(self, seed: _CompiledSeed, *, shared: bool = False) -> None:
-        """Index `seed` after the others; `shared`: the lists in `indexed` and
-        `include_groups` belong to another table too, so a list that grows is copied first."""
+    def add(self, seed: _CompiledSeed) -> None:
+        """Index `seed` after the others."""
         self.seeds.append(seed)
         self.by_url.setdefault(seed.scope.url, seed)
         self.by_id.setdefault(seed.id, seed)
@@ -321,18 +325,20 @@ class _SeedTables:
             self.wide.append(seed)
         else:
             found = self.indexed.get(key)
-            if found is None or shared:
-                self.indexed[key] = [*(found or ()), seed]
-            else:
+            if found is not None and key in self._own_lists:
                 found.append(seed)
-        if seed.include and key is not None:
-            group = self.include_groups.get(seed.include.patterns)
-            members = [] if group is None else group[1]
-            if group is None or shared:
-                members = [*members, seed]
-                self.include_groups[seed.include.patterns] = (seed.include, members)
             else:
-                members.append(seed)
+                self.indexed[key] = [*(found or ()), seed]
+                self._own_lists.add(key)
+        if seed.include and key is not None:
+            patterns = seed.include.patterns
+            group = self.include_groups.get(patterns)
+            if group is not None and patterns in self._own_groups:
+                group[1].append(seed)
+            else:
+                members = [] if group is None else group[1]
+                self.include_groups[patterns] = (seed.include, [*members, seed])
+                self._own_groups.add(patterns)
         self.sites.add(seed.site)
 
 
@@ -485,13 +491,13 @@ class CrawlScope:
         more = _SeedTables() if self._more is None else self._more.copy()
         for seed_id, seed in fresh.values():
             compiled = self._compiled(new._count, seed_id, seed)
-            more.add(compiled, shared=True)
+            more.add(compiled)
             new._note_kind(compiled)
         new._more = more
         if len(more.seeds) > max(_MERGE_MIN, len(self._tables.seeds) // _MERGE_SHARE):
             merged = self._tables.copy()
             for compiled in more.seeds:
-                merged.add(compiled, shared=True)
+                merged.add(compiled)
             new._tables, new._more = merged, None
         return new
 
