@@ -488,17 +488,21 @@ class CrawlScope:
             if (known is not None and known.scope != seed) or (first and first[1] != seed):
                 return self._rebuilt(given)
         new = self._copy()
-        more = _SeedTables() if self._more is None else self._more.copy()
+        kept = self._more.seeds if self._more is not None else []
+        if len(kept) + len(fresh) > max(_MERGE_MIN, len(self._tables.seeds) // _MERGE_SHARE):
+            # Merged into one table: the kept seeds and the new ones go straight into a
+            # copy of the first (a bulk of seeds, as at start-up, is indexed once, not
+            # into the second table and then again into the first).
+            new._tables, new._more = self._tables.copy(), None
+            for compiled in kept:
+                new._tables.add(compiled)
+            target = new._tables
+        else:
+            new._more = target = _SeedTables() if self._more is None else self._more.copy()
         for seed_id, seed in fresh.values():
             compiled = self._compiled(new._count, seed_id, seed)
-            more.add(compiled)
+            target.add(compiled)
             new._note_kind(compiled)
-        new._more = more
-        if len(more.seeds) > max(_MERGE_MIN, len(self._tables.seeds) // _MERGE_SHARE):
-            merged = self._tables.copy()
-            for compiled in more.seeds:
-                merged.add(compiled)
-            new._tables, new._more = merged, None
         return new
 
     def _rebuilt(self, given: list[tuple[int, SeedScope]]) -> CrawlScope:
@@ -575,7 +579,8 @@ class CrawlScope:
         return _queued_at(ScopeRule.SCOPE, own.id, min(source.depth + _LINK, MAX_DEPTH_LIMIT), 0)
 
     def is_seed_url(self, url: str) -> bool:
-        # Once a link: two dict lookups only while seeds added at run time are kept apart.
+        # Called for every link: the second lookup only while seeds added at run time are
+        # kept in a table of their own.
         return url in self._tables.by_url or (self._more is not None and url in self._more.by_url)
 
     def decide_redirect(self, url: str, source: Standing) -> ScopeDecision:
