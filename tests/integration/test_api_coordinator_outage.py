@@ -22,8 +22,7 @@ from redis.asyncio import Redis
 from tests.e2e.serve_support import TOKEN, free_port
 from tests.integration.test_operator_changes import SETTINGS
 
-from trawl.api.app import STORE_RETRY_AFTER_S
-from trawl.api.crawl_view import SharedStores
+from trawl.api.crawl_view import STORE_RETRY_AFTER_S, SharedStores
 from trawl.api.serve import serve_api
 from trawl.clock import SystemClock
 from trawl.cluster.cluster_scope import ClusterScope
@@ -77,8 +76,9 @@ def test_writes_for_other_nodes_answer_503_while_redis_is_out_of_reach(tmp_path:
         assert "unreachable" in answer["detail"], answer
         assert "redis: send control to partition" in answer["detail"], answer
 
-    status, answer, _ = exclusion
+    status, answer, retry_after = exclusion
     assert status == 503, (status, answer)
+    assert retry_after == str(STORE_RETRY_AFTER_S)
     assert "the cluster was not told" in answer["detail"], answer
 
 

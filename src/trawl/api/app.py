@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from trawl import __version__
-from trawl.api.crawl_view import LIMITS_WAIT_S
+from trawl.api.crawl_view import LIMITS_WAIT_S, STORE_RETRY_AFTER_S
 from trawl.api.dashboard import dashboard_router
 from trawl.api.metrics import CONTENT_TYPE, crawl_registry, metrics_text
 from trawl.api.scope import ScopeRequest, scope_router, seed_scope_of, share_or_503
@@ -120,11 +120,6 @@ def build_app(view: CrawlView, token: str | None = None) -> FastAPI:
     app.include_router(scope_router(view, _token_check(token)))
     app.include_router(dashboard_router(view))
     return app
-
-
-# When a client asks again after a shared store went away: a node notices the store is back
-# at its next call to it (cluster.store_outages), within a second or two.
-STORE_RETRY_AFTER_S = 5
 
 
 async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:

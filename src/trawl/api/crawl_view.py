@@ -59,6 +59,9 @@ T = TypeVar("T")
 
 LIVE_READ_TRIES = 3  # `read_live`: walks the crawl changed under it before the loop reads
 LIMITS_WAIT_S = 5.0  # cluster mode: how long a limits call waits for the owner to apply them
+# When a client asks again after a shared store (or the coordinator) went away: a node
+# notices it is back at its next call to it (cluster.store_outages), within a second or two.
+STORE_RETRY_AFTER_S = 5
 PUBLISH_INTERVAL_S = 1.0
 HISTORY_EVERY = 2  # a history sample every this many snapshots (2 s)
 RATE_WINDOW_S = 10.0  # "pages/s now" is over about this long

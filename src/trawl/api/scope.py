@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from trawl.api.crawl_view import STORE_RETRY_AFTER_S
 from trawl.errors import ConfigError, InvalidUrl, TrawlError
 from trawl.frontier.scope import MAX_DEPTH_LIMIT, MAX_EXTRA_HOPS, ScopeType, SeedScope
 from trawl.frontier.skips import DEFAULT_SAMPLE_SIZE
@@ -189,5 +190,7 @@ async def share_or_503(view: CrawlView, change: dict[str, Any]) -> None:
         await view.share_scope_change(change)
     except (TrawlError, OSError) as exc:
         raise HTTPException(
-            503, f"applied on this node only, the cluster was not told ({exc}): send it again"
+            503,
+            f"applied on this node only, the cluster was not told ({exc}): send it again",
+            headers={"Retry-After": str(STORE_RETRY_AFTER_S)},
         ) from None
