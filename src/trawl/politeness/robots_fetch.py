@@ -65,8 +65,8 @@ def robots_read(
     others_answer: bool,
     now: float,
     gap_s: float,
-    delay_before: float | None = None,
-    delay_after: float | None = None,
+    delay_before: float | None,
+    delay_after: float | None,
 ) -> RobotsRead:
     """What the origin's new `rules` (replacing `previous`, None on the first fetch) do to
     its site.
@@ -75,7 +75,8 @@ def robots_read(
     (OriginHealth.others_answer). `gap_s`: the site's normal gap with `rules` stored, so
     their Crawl-delay counts (SiteClock.gap_s after SiteState.set_robots). `delay_before`
     and `delay_after`: the site's Crawl-delay (SiteClock.crawl_delay_s, the largest of its
-    origins') before and after `rules` were stored.
+    origins') before and after `rules` were stored, None for none; required, because a
+    caller that left them out would never commit a new Crawl-delay at once.
     """
     hold_until = now + gap_s
     if rules.retry_at is None:
