@@ -60,6 +60,42 @@ def test_issue_17_memoised_entries_are_the_computed_ones(tmp_path_factory, links
             assert len(scores._new_entries) <= 8
 
 
+_unlinked = st.tuples(
+    st.sampled_from(_URLS), st.integers(0, 70), st.sampled_from(["seed", "sitemap"])
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_unlinked, min_size=1, max_size=60))
+def test_issue_17_memoised_seed_and_sitemap_entries_are_the_computed_ones(
+    tmp_path_factory, urls
+) -> None:
+    path = Path(tmp_path_factory.mktemp("scores")) / "inlinks.bin"
+    scores = LinkScores(path)
+    policy = ScoringPolicy()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(link_scores, "_ENTRY_MEMO_SIZE", 8)
+        for url, referrers, kind in urls:
+            if kind == "seed":
+                got = scores.seed(url, referrers)
+            else:
+                got = scores.sitemap_entry(url, referrers)
+            parts = score_link(
+                inlink_pages=0,
+                inlink_sites=0,
+                parent_score=0.0,
+                site_referrers=referrers,
+                depth=path_depth(url),
+                is_seed=kind == "seed",
+                from_sitemap=kind == "sitemap" and referrers >= 3,
+                policy=policy,
+            )
+            total = parts.total()
+            fast = Line.FAST if is_fast(total, policy) else Line.SLOW
+            assert got == (total, parts.to_json_text(), fast)
+            assert len(scores._unlinked_entries) <= 8
+
+
 def test_issue_17_a_page_s_second_like_link_is_a_memo_hit(tmp_path: Path) -> None:
     scores = LinkScores(tmp_path / "inlinks.bin")
     first = scores.score_new(FoundLink(_URLS[1], "1" * 32, "a.test"), 1, 0, 4.5, 3)

@@ -589,3 +589,13 @@ def test_a_seed_added_to_a_hundred_thousand_is_quick() -> None:
     assert scope.check("https://s99999.test/a").in_scope
     took.sort()
     assert took[len(took) // 2] < 0.005, took  # the median; the whole copy took >= 30 ms
+
+
+def test_a_seed_s_site_is_the_one_the_scope_computed_when_it_was_added() -> None:
+    # wiring.add_seeds reads it instead of a Public Suffix lookup per seed.
+    first = CrawlScope([SeedScope("https://shop.example.co.uk/a", ScopeType.ANY)])
+    later = first.with_seeds([(7, SeedScope("http://blog.example.org/", ScopeType.DOMAIN))])
+    assert later.seed_site("https://shop.example.co.uk/a") == "example.co.uk"
+    assert later.seed_site("http://blog.example.org/") == "example.org"
+    assert later.seed_site("http://blog.example.org/other") is None
+    assert first.seed_site("http://blog.example.org/") is None

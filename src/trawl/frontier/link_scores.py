@@ -72,6 +72,7 @@ class LinkScores:
         self.ranking = InLinkCounter() if counts_arrive else self.counter
         self._new_entries: dict[tuple[int, int, float, int, int], tuple[float, str, Line]] = {}
         self._rescored_entries: dict[tuple[str, int, int], tuple[float, str, Line]] = {}
+        self._unlinked_entries: dict[tuple[int, int, bool, bool], tuple[float, str, Line]] = {}
 
     def _load(self) -> InLinkCounter:
         try:
@@ -192,18 +193,25 @@ class LinkScores:
     def _unlinked(
         self, url: str, site_referrers: int, *, is_seed: bool, from_sitemap: bool
     ) -> tuple[float, str, Line]:
-        """A URL that arrives without a linking page: a seed or a sitemap entry."""
-        parts = score_link(
-            inlink_pages=0,
-            inlink_sites=0,
-            parent_score=0.0,
-            site_referrers=site_referrers,
-            depth=path_depth(url),
-            is_seed=is_seed,
-            from_sitemap=from_sitemap,
-            policy=self.policy,
-        )
-        return self._entry_of(parts)
+        """A URL that arrives without a linking page: a seed or a sitemap entry.
+
+        Memoised as new links are: a start-up's 100,000 seeds scored alike were 100,000
+        score computations and JSON texts (~0.8 s before the first fetch)."""
+        key = (site_referrers, path_depth(url), is_seed, from_sitemap)
+        entry = self._unlinked_entries.get(key)
+        if entry is None:
+            parts = score_link(
+                inlink_pages=0,
+                inlink_sites=0,
+                parent_score=0.0,
+                site_referrers=site_referrers,
+                depth=key[1],
+                is_seed=is_seed,
+                from_sitemap=from_sitemap,
+                policy=self.policy,
+            )
+            entry = _remember(self._unlinked_entries, key, self._entry_of(parts))
+        return entry
 
     def _entry_of(self, parts: ScoreParts) -> tuple[float, str, Line]:
         """(score, parts JSON, line) as the frontier entry keeps them."""

@@ -456,6 +456,13 @@ class CrawlScope:
             return self._more.by_id.get(seed_id)
         return seed
 
+    def seed_site(self, url: str) -> str | None:
+        """The registered domain of the seed whose URL `url` is, None when no seed is: what
+        the scope computed when the seed was added, so a caller queueing many seeds need not
+        look each up in the Public Suffix List again."""
+        seed = self._seed_at(url)
+        return None if seed is None else seed.site
+
     @property
     def seeds(self) -> tuple[SeedScope, ...]:
         return tuple(seed.scope for seed in self._compiled_seeds())

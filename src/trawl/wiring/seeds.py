@@ -71,9 +71,10 @@ def add_seeds(ctx: CrawlContext, seeds: list[SeedScope]) -> int:
     """Put the seeds' scopes in force and queue the seeds in the fast line through the
     exact seen set; returns how many were new."""
     ids = ctx.scope.add_seeds(seeds)
+    scope = ctx.scope.current
     added = 0
     for seed, seed_id in zip(seeds, ids, strict=True):
-        site = site_of(seed.url)
+        site = scope.seed_site(seed.url) or site_of(seed.url)
         added += ctx.intake.add_seed(seed.url, url_hash(seed.url), site, seed_id=seed_id)
     ctx.durability.commit()
     return added
