@@ -33,12 +33,29 @@ def answer(
     )
 
 
+def read_without_delay(
+    rules: RobotsRules,
+    previous: RobotsRules | None = None,
+    *,
+    others_answer: bool = False,
+    gap_s: float = GAP_S,
+) -> RobotsRead:
+    """`robots_read` at NOW for a site with no Crawl-delay before or after the answer."""
+    return robots_read(
+        rules,
+        previous,
+        others_answer=others_answer,
+        now=NOW,
+        gap_s=gap_s,
+        delay_before=None,
+        delay_after=None,
+    )
+
+
 def test_issue_15_rules_unblock_the_site_and_re_gap_its_clock() -> None:
     rules = answer(200, DISALLOW_ALL)
     assert rules.status is RobotsStatus.RULES
-    assert robots_read(
-        rules, None, others_answer=False, now=NOW, gap_s=GAP_S, delay_before=None, delay_after=None
-    ) == RobotsRead(
+    assert read_without_delay(rules) == RobotsRead(
         hold_until=NOW + GAP_S,
         blocking=Blocking.UNBLOCK,
         reads_sitemaps=True,
@@ -49,9 +66,7 @@ def test_issue_15_rules_unblock_the_site_and_re_gap_its_clock() -> None:
 
 def test_no_file_allows_all_and_unblocks_the_site() -> None:
     rules = answer(404)
-    read = robots_read(
-        rules, None, others_answer=False, now=NOW, gap_s=GAP_S, delay_before=None, delay_after=None
-    )
+    read = read_without_delay(rules)
     assert read.status_label == "robots:allow_all"
     assert read.blocking is Blocking.UNBLOCK
     assert read.hold_until == NOW + GAP_S
@@ -64,9 +79,7 @@ def test_unreachable_on_the_only_live_origin_holds_and_blocks_the_site(
 ) -> None:
     rules = answer(status)
     assert rules.retry_at == NOW + RETRY_BASE_S
-    read = robots_read(
-        rules, None, others_answer=False, now=NOW, gap_s=GAP_S, delay_before=None, delay_after=None
-    )
+    read = read_without_delay(rules)
     assert read == RobotsRead(
         hold_until=NOW + RETRY_BASE_S,
         blocking=Blocking.BLOCK,
@@ -79,30 +92,14 @@ def test_unreachable_on_the_only_live_origin_holds_and_blocks_the_site(
 def test_issue_15_unreachable_with_another_origin_answering_holds_only_one_gap() -> None:
     # The origin's own URLs wait for its retry (the turn reads retry_at); the site's
     # other origins keep their pace, and a one-shot crawl's blocking is left as it was.
-    read = robots_read(
-        answer(503),
-        None,
-        others_answer=True,
-        now=NOW,
-        gap_s=GAP_S,
-        delay_before=None,
-        delay_after=None,
-    )
+    read = read_without_delay(answer(503), others_answer=True)
     assert read.hold_until == NOW + GAP_S
     assert read.blocking is Blocking.UNCHANGED
     assert not read.reads_sitemaps
 
 
 def test_a_gap_longer_than_the_retry_still_holds_the_site() -> None:
-    read = robots_read(
-        answer(None),
-        None,
-        others_answer=False,
-        now=NOW,
-        gap_s=90.0,
-        delay_before=None,
-        delay_after=None,
-    )
+    read = read_without_delay(answer(None), gap_s=90.0)
     assert read.hold_until == NOW + 90.0
 
 
@@ -112,15 +109,7 @@ def test_unreachable_retries_wait_longer_with_each_failure_in_a_row() -> None:
     third = answer(500, previous=second)
     assert (first.failures, second.failures, third.failures) == (1, 2, 3)
     assert third.retry_at == NOW + 4 * RETRY_BASE_S
-    read = robots_read(
-        third,
-        second,
-        others_answer=False,
-        now=NOW,
-        gap_s=GAP_S,
-        delay_before=None,
-        delay_after=None,
-    )
+    read = read_without_delay(third, second)
     assert read.hold_until == NOW + 4 * RETRY_BASE_S
     # An answer clears the count: the next failure starts the backoff afresh.
     assert answer(None, previous=answer(200, b"", previous=third)).failures == 1
@@ -143,29 +132,13 @@ def test_sitemaps_are_read_on_the_first_answer_that_is_not_unreachable(
         assert previous is not None
         assert previous.status is RobotsStatus.UNREACHABLE
     for new in (answer(200, DISALLOW_ALL, previous), answer(410, None, previous)):
-        read = robots_read(
-            new,
-            previous,
-            others_answer=False,
-            now=NOW,
-            gap_s=GAP_S,
-            delay_before=None,
-            delay_after=None,
-        )
+        read = read_without_delay(new, previous)
         assert read.reads_sitemaps is reads
 
 
 def test_a_re_read_that_finds_robots_unreachable_blocks_without_sitemaps() -> None:
     previous = answer(200, DISALLOW_ALL)
-    read = robots_read(
-        answer(500, previous=previous),
-        previous,
-        others_answer=False,
-        now=NOW,
-        gap_s=GAP_S,
-        delay_before=None,
-        delay_after=None,
-    )
+    read = read_without_delay(answer(500, previous=previous), previous)
     assert read.blocking is Blocking.BLOCK
     assert not read.reads_sitemaps
 
@@ -181,9 +154,7 @@ def test_issue_15_a_crawl_delay_longer_than_the_gap_holds_the_site_for_the_delay
     state.set_robots(rules, "trawl")
     gap_s = state.clock.gap_s(policy)
     assert gap_s == 30.0
-    read = robots_read(
-        rules, None, others_answer=False, now=NOW, gap_s=gap_s, delay_before=None, delay_after=None
-    )
+    read = read_without_delay(rules, gap_s=gap_s)
     assert read.hold_until == NOW + 30.0
     assert read.blocking is Blocking.UNBLOCK
 
