@@ -21,7 +21,7 @@ markdown table on stdout.
 The full web has 100 pages a site (its own folder beside the 50-page web other benches
 share): at 50, a crawler past ~700 pages/s fetched the whole web before a 150 s run ended,
 and its steady rate averaged in the last half-minute's leftovers of a few hundred sites
-(issue 17, thirty-sixth session: 812-855 pages/s from 30 to 120 s, 715 reported). A run that
+(issue 17, thirty-sixth session: 812-855 pages/s from 60 to 120 s, 715 reported). A run that
 fetches more than `WEB_SHARE_WARNING` of its web says so beside the table.
 """
 
