@@ -13,7 +13,8 @@ as --hosts-file maps the bench web), then fetch with that IP and an on_sent call
 this tree, alternating round by round against the same server, and prints the ratio.
 `handoff`: BatchedWorkers on a WorkerPool of 2 processes; each page is a PageInput with a
 ~100 KB body, the worker answers with a PageOutput-sized reply (30 KB record, 50 links)
-without doing the page work, so what is left is the main side of the hand-off.
+without doing the page work, so what is left is the hand-off: the main side, and the
+workers' side (their CPU read from /proc; the page work's time is a sleep).
 
 Each measurement runs in a child process on uvloop, as the crawl does
 (`time.process_time()` of the whole child, all its threads, per page). With `--base SRC`
@@ -222,9 +223,11 @@ async def _handoff_run(pages: int, rate: float) -> dict[str, Any]:
         latencies.clear()
         batches0 = workers.batches
         cpu0, wall0, user0 = time.process_time(), time.perf_counter(), os.times().user
+        workers0 = _workers_cpu_s(pool)
         await arrive()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         user = os.times().user - user0
+        workers_cpu = _workers_cpu_s(pool) - workers0
     finally:
         pool.shutdown()
     latencies.sort()
@@ -232,10 +235,23 @@ async def _handoff_run(pages: int, rate: float) -> dict[str, Any]:
         "user_us_per_page": user / pages * 1e6,
         "us_per_page": cpu / pages * 1e6,
         "pages_per_s": pages / wall,
+        "workers_us_per_page": workers_cpu / pages * 1e6,
+        "both_us_per_page": (cpu + workers_cpu) / pages * 1e6,
         "pages_per_batch": pages / (workers.batches - batches0),
         "latency_p50_ms": latencies[len(latencies) // 2] * 1e3,
         "latency_p99_ms": latencies[len(latencies) * 99 // 100] * 1e3,
     }
+
+
+def _workers_cpu_s(pool: Any) -> float:
+    """CPU seconds the pool's worker processes have used (Linux /proc): they are the
+    forkserver's children, not this process's, so its rusage never counts them."""
+    total = 0
+    for pid in getattr(pool._pool, "_processes", None) or {}:
+        # Fields after the command's closing parenthesis; utime and stime are 14th and 15th.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _init_echo() -> None:
@@ -396,7 +412,12 @@ def main() -> None:
             f"{args.part:8} {name:7} {medians[name]:7.1f} µs CPU/page (median of {len(us)}; "
             f"{' '.join(f'{u:.0f}' for u in us)}), user {user_us:.1f} µs, {rate:.0f} pages/s"
         )
-        extra = [k for k in ("pages_per_batch", "latency_p50_ms", "latency_p99_ms") if k in rows[0]]
+        extra = [
+            k
+            for k in ("workers_us_per_page", "both_us_per_page", "pages_per_batch",
+                      "latency_p50_ms", "latency_p99_ms")
+            if k in rows[0]
+        ]  # fmt: skip
         if extra:
             print(
                 "               "
@@ -405,7 +426,9 @@ def main() -> None:
     for candidate, baseline in paired:
         # Each round's pair ran back to back, under the same load from the machine's
         # other users: the median of the paired ratios is steadier than medians' ratio.
-        for key in ("us_per_page", "user_us_per_page"):
+        keys = ["us_per_page", "user_us_per_page"]
+        keys += [k for k in ("workers_us_per_page", "both_us_per_page") if k in runs[baseline][0]]
+        for key in keys:
             pairs = [n[key] / b[key] for b, n in zip(runs[baseline], runs[candidate], strict=True)]
             print(
                 f"{candidate}/{baseline} {key}: median of paired rounds "
