@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.proc import process_cpu_s
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -246,12 +248,7 @@ async def _handoff_run(pages: int, rate: float) -> dict[str, Any]:
 def _workers_cpu_s(pool: Any) -> float:
     """CPU seconds the pool's worker processes have used (Linux /proc): they are the
     forkserver's children, not this process's, so its rusage never counts them."""
-    total = 0
-    for pid in getattr(pool._pool, "_processes", None) or {}:
-        # Fields after the command's closing parenthesis; utime and stime are 14th and 15th.
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(process_cpu_s(pid) for pid in getattr(pool._pool, "_processes", None) or {})
 
 
 def _init_echo() -> None:

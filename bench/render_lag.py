@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.loop_stalls import summarise
+from bench.proc import process_cpu_s
 from bench.runinfo import describe_run
 from bench.speed import ROBOTS, steady_rate
 from bench.webfarm.accesslog import read_access_log
@@ -154,11 +155,9 @@ def _subtree(pid: int, children: dict[int, list[int]]) -> list[int]:
 def _own_cpu_s(pid: int) -> float:
     """utime + stime of `pid` alone (not its reaped children); 0 once it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return process_cpu_s(pid)
     except OSError:
         return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _is_driver(pid: int) -> bool:

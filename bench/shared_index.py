@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import tempfile
 import time
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from tests.servers.postgres import temporary_postgres
 
+from bench.proc import process_cpu_s
 from bench.runinfo import describe_run
 from trawl.cluster.link_router import LinkBuffers
 from trawl.cluster.partitions import assign, partition_of
@@ -108,11 +108,6 @@ def _store(
     commit()
 
 
-def _backend_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _timed(run: Callable[[], None]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     run()
@@ -136,9 +131,9 @@ def fingerprints(pages: int, prefill: int, dsn: str, tmp: Path) -> dict[str, dic
     shared = PostgresFingerprints(records)
     _prefill(shared, records.commit, prefill, 1)
     pid = int(records.query("SELECT pg_backend_pid()", ())[0][0])
-    pg_cpu = _backend_cpu_s(pid)
+    pg_cpu = process_cpu_s(pid)
     wall, cpu = _timed(lambda: _store(shared, records.commit, todo))
-    pg_cpu = _backend_cpu_s(pid) - pg_cpu
+    pg_cpu = process_cpu_s(pid) - pg_cpu
     out["postgres"] = {
         "wall_ms": wall * 1e3 / pages,
         "cpu_ms": cpu * 1e3 / pages,

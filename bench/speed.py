@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.proc import process_cpu_s
 from bench.runinfo import describe_run
 from bench.webfarm.accesslog import NGINX_TOLERANCE_S, read_access_log
 from bench.webfarm.generate import WebSpec, generate_web, write_gzipped
@@ -91,13 +92,11 @@ def tree_pids(pid: int) -> list[int]:
 def sample(pid: int, cpu_by_pid: dict[int, float]) -> int:
     """Tree RSS in KiB now; records each process's CPU seconds so far in cpu_by_pid."""
     page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
-    ticks = os.sysconf("SC_CLK_TCK")
     rss = 0
     for p in tree_pids(pid):
         try:
             rss += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * page_kib
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            cpu_by_pid[p] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+            cpu_by_pid[p] = process_cpu_s(p)
         except (OSError, ValueError, IndexError):
             continue
     return rss
