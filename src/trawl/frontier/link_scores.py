@@ -197,7 +197,8 @@ class LinkScores:
 
         Memoised as new links are: a start-up's 100,000 seeds scored alike were 100,000
         score computations and JSON texts (~0.8 s before the first fetch)."""
-        key = (site_referrers, path_depth(url), is_seed, from_sitemap)
+        depth = path_depth(url)
+        key = (site_referrers, depth, is_seed, from_sitemap)
         entry = self._unlinked_entries.get(key)
         if entry is None:
             parts = score_link(
@@ -205,7 +206,7 @@ class LinkScores:
                 inlink_sites=0,
                 parent_score=0.0,
                 site_referrers=site_referrers,
-                depth=key[1],
+                depth=depth,
                 is_seed=is_seed,
                 from_sitemap=from_sitemap,
                 policy=self.policy,
