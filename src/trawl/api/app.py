@@ -239,9 +239,7 @@ def _add_host_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
 
     async def apply_limits(site: str, limits: SiteLimits | None) -> dict[str, Any]:
         if view.shared is None:
-            return await view.on_crawl(
-                lambda: limits_answer(ctx, ctx.set_site_limits(site, limits))
-            )
+            return await view.change(lambda: limits_answer(ctx, ctx.set_site_limits(site, limits)))
         override = None if limits is None else limits.to_json()
         record = await view.limits_via_owner(site, override)
         if record is None:
@@ -315,7 +313,7 @@ def _add_seed_routes(app: FastAPI, view: CrawlView, require_token: Callable[...,
         # Checked here, off the crawl loop: a bad scope is a 422 before the crawl is asked.
         scope = None if request.scope is None else seed_scope_of(view, request.scope)
         added = await add_in_chunks(
-            view.on_crawl, lambda urls: add_durably(urls, request.priority, scope), request.urls
+            view.change, lambda urls: add_durably(urls, request.priority, scope), request.urls
         )
         if added.seeds and view.shares_scope:  # every node must know the seeds' scopes
             scopes = [seed.to_json() for seed in added.seeds]

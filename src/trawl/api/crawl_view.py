@@ -11,7 +11,8 @@ reads at idle speed, whatever the crawl is doing. What each kind of read goes th
   never sees a half-updated set of numbers and no lock is needed.
 - Changes to live crawl state (seeds, limits, excludes) and reads that walk much of it
   (the scope's seeds, the skips): `on_crawl` runs the call on the crawl loop, between two
-  of the crawl's steps (loop.inbox), and waits for it; nothing else changes that state.
+  of the crawl's steps (loop.inbox), and waits for it; nothing else changes that state. A
+  change (`change`) then waits, here, for its write to the operator log.
 - Reads of a few sites' live state (a host's record, the busiest and most troubled sites,
   the latest errors): `read_live` runs them on the API's thread. Through the crawl loop
   they waited out whatever step was running when they came, and the loop's longest steps
@@ -48,6 +49,7 @@ from trawl.store.warc import read_record
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from concurrent.futures import Future
 
     from prometheus_client.metrics_core import Metric
 
@@ -320,6 +322,28 @@ class CrawlView:
             except RuntimeError:  # "... changed size during iteration", "deque mutated ..."
                 self.live_read_retries += 1
         return await self.on_crawl(read)
+
+    async def change(self, call: Callable[[], T]) -> T:
+        """`on_crawl` for a call that changes the crawl (limits, seeds, excludes): answers
+        once the change is durable. The crawl loop applies it and queues its write to the
+        operator log; the wait for the disk is here, off the loop (Durability.keep)."""
+
+        def apply() -> tuple[T, Future[object]]:
+            return call(), self.ctx.durability.kept()
+
+        result, kept = await self.on_crawl(apply)
+        await asyncio.wrap_future(kept)
+        return result
+
+    async def change_async(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`change` for a coroutine."""
+
+        async def apply() -> tuple[T, Future[object]]:
+            return await call(), self.ctx.durability.kept()
+
+        result, kept = await self.on_crawl_async(apply)
+        await asyncio.wrap_future(kept)
+        return result
 
     async def on_crawl_async(self, call: Callable[[], Awaitable[T]]) -> T:
         """`on_crawl` for a coroutine (say, a Redis call on the crawl loop's client)."""

@@ -150,7 +150,7 @@ def _add_exclusion_routes(
     async def add_exclusion(request: ExclusionRequest, response: Response) -> ExclusionAnswer:
         pattern = request.pattern
         try:
-            dropped = await view.on_crawl_async(lambda: ctx.add_exclusion_in_slices(pattern))
+            dropped = await view.change_async(lambda: ctx.add_exclusion_in_slices(pattern))
         except ConfigError as exc:
             raise HTTPException(422, str(exc)) from None
         if dropped is None:
@@ -172,7 +172,7 @@ def _add_exclusion_routes(
                 return None
             return ctx.remove_exclusion(pattern)
 
-        removed = await view.on_crawl(remove)
+        removed = await view.change(remove)
         if removed is None:
             raise HTTPException(
                 404, f"{pattern!r} is a [scope] exclude of the config: it stays for the run"

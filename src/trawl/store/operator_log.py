@@ -9,7 +9,8 @@ appended here, in a file of a few rows committed on its own (tens of microsecond
 crawl's transaction notes the change's sequence number in `meta.operator_seq`. After a
 crash, what the database's last commit did not hold (`seq` past its `operator_seq`) is
 replayed at start-up (loop.operator_changes); rows the database holds are dropped at
-checkpoints. Same durability as the database: WAL with synchronous=NORMAL survives a killed
+checkpoints. The crawl writes here from a thread of its own, not its event loop (even this
+small commit waited behind the crawl's writeback there: loop.durability). Same durability as the database: WAL with synchronous=NORMAL survives a killed
 process.
 
     operator.db   changes(seq INTEGER PRIMARY KEY, change TEXT)   -- JSON, oldest first
@@ -30,7 +31,9 @@ _APPLIED_KEY = "operator_seq"
 
 
 class OperatorLog:
-    """Append-only journal of operator changes; used from the crawl loop's thread."""
+    """Append-only journal of operator changes. Its writes may run on another thread than
+    the one that opened it (the crawl's are on a thread of their own, loop.durability), one
+    thread at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -46,15 +49,18 @@ class OperatorLog:
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{path}: operator change log unreadable ({exc})") from None
 
-    def append(self, change: dict[str, Any]) -> int:
-        """Write `change` durably (its own commit); its sequence number, larger than any
-        before it."""
-        cur = self._conn.execute(
-            "INSERT INTO changes(change) VALUES (?)", (json.dumps(change, separators=(",", ":")),)
-        )
-        seq = cur.lastrowid
-        assert seq is not None
-        return seq
+    def append(self, change: dict[str, Any], seq: int | None = None) -> int:
+        """Write `change` durably (its own commit) as number `seq` (None: the next one),
+        which must be larger than any before it; its sequence number. DataError when the
+        write fails."""
+        text = json.dumps(change, separators=(",", ":"))
+        try:
+            cur = self._conn.execute("INSERT INTO changes(seq, change) VALUES (?, ?)", (seq, text))
+        except sqlite3.Error as exc:
+            raise DataError(f"{self.path}: cannot write operator change {seq} ({exc})") from None
+        written = cur.lastrowid
+        assert written is not None
+        return written
 
     def after(self, seq: int) -> list[tuple[int, object]]:
         """The changes past `seq`, oldest first; a row that is not JSON comes back as its
