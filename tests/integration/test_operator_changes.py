@@ -253,3 +253,27 @@ def test_a_failed_log_write_reaches_the_caller_as_a_data_error(tmp_path: Path) -
             ctx.durability.kept().result(timeout=30)
     finally:
         asyncio.run(ctx.durability.close())
+
+
+def test_numbers_go_on_past_a_change_the_database_holds_and_the_log_lost(
+    tmp_path: Path,
+) -> None:
+    """The crawl's commit may hold a change whose write to the log a kill cut short: the
+    next changes must be numbered past it, or a replay (`after(applied_seq)`) skips them."""
+    ctx = build_context(SETTINGS, tmp_path, StoppedClock(1000.0))
+    asyncio.run(ctx.durability.close())
+    conn = open_database(tmp_path / DB_NAME)
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('operator_seq', '5')")
+    conn.commit()
+    conn.close()
+    ctx = build_context(SETTINGS, tmp_path, StoppedClock(2000.0))
+    try:
+        ctx.add_exclusion("/after/")
+        ctx.durability.kept().result(timeout=30)
+        log = OperatorLog(tmp_path / OPERATOR_LOG_NAME)
+        try:
+            assert log.after(5) == [(6, {"op": "exclude", "pattern": "/after/"})]
+        finally:
+            log.close()
+    finally:
+        asyncio.run(ctx.durability.close())

@@ -43,7 +43,7 @@ import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from trawl.store.operator_log import note_applied
+from trawl.store.operator_log import applied_seq, note_applied
 from trawl.store.wal_checkpoints import WalCheckpoints
 
 if TYPE_CHECKING:
@@ -143,7 +143,9 @@ class Durability:
         self._last_seq = 0  # the last operator change's number
         if operator_log is not None:
             self._log_writes = ThreadPoolExecutor(1, thread_name_prefix="operator-log")
-            self._last_seq = operator_log.last_seq()
+            # The database may hold a change whose append a crash cut short (its commit
+            # came first): numbers must go on past it, or a replay would skip new ones.
+            self._last_seq = max(operator_log.last_seq(), applied_seq(conn))
         self._kept_seq = 0  # the last operator change written into the open transaction
         self._kept: Future[object] = _done()  # the last change's write to the log
         self._replaying = False
@@ -219,7 +221,8 @@ class Durability:
         finally:
             self._replaying = False
         if self._operator_log is not None:
-            self._last_seq = self._kept_seq = self._operator_log.last_seq()
+            self._last_seq = max(self._last_seq, self._operator_log.last_seq())
+            self._kept_seq = self._last_seq
             self._records.begin()
             note_applied(self._conn, self._kept_seq)
 

@@ -10,8 +10,8 @@ crawl's transaction notes the change's sequence number in `meta.operator_seq`. A
 crash, what the database's last commit did not hold (`seq` past its `operator_seq`) is
 replayed at start-up (loop.operator_changes); rows the database holds are dropped at
 checkpoints. The crawl writes here from a thread of its own, not its event loop (even this
-small commit waited behind the crawl's writeback there: loop.durability). Same durability as the database: WAL with synchronous=NORMAL survives a killed
-process.
+small commit waited behind the crawl's writeback there: loop.durability). Same durability
+as the database: WAL with synchronous=NORMAL survives a killed process.
 
     operator.db   changes(seq INTEGER PRIMARY KEY, change TEXT)   -- JSON, oldest first
 """
