@@ -218,8 +218,10 @@ def baseline_child(n: int) -> dict[str, float]:
 
 
 def run_baseline(n: int) -> dict[str, float]:
+    # As a module from the repository's root: run as a file, `bench` is not importable.
     out = subprocess.run(
-        [sys.executable, __file__, "--baseline-child", str(n)],
+        [sys.executable, "-m", "bench.frontier_memory", "--baseline-child", str(n)],
+        cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
         check=True,
