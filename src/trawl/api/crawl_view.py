@@ -49,7 +49,6 @@ from trawl.store.warc import read_record
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping
-    from concurrent.futures import Future
 
     from prometheus_client.metrics_core import Metric
 
@@ -327,23 +326,20 @@ class CrawlView:
         """`on_crawl` for a call that changes the crawl (limits, seeds, excludes): answers
         once the change is durable. The crawl loop applies it and queues its write to the
         operator log; the wait for the disk is here, off the loop (Durability.keep)."""
-
-        def apply() -> tuple[T, Future[object]]:
-            return call(), self.ctx.durability.kept()
-
-        result, kept = await self.on_crawl(apply)
-        await asyncio.wrap_future(kept)
+        result = await self.on_crawl(call)
+        await self._kept()
         return result
 
     async def change_async(self, call: Callable[[], Awaitable[T]]) -> T:
         """`change` for a coroutine."""
-
-        async def apply() -> tuple[T, Future[object]]:
-            return await call(), self.ctx.durability.kept()
-
-        result, kept = await self.on_crawl_async(apply)
-        await asyncio.wrap_future(kept)
+        result = await self.on_crawl_async(call)
+        await self._kept()
         return result
+
+    async def _kept(self) -> None:
+        """Wait for the operator log's writes queued so far, the last change's among them:
+        the log is written in order, so the latest write settles after it."""
+        await asyncio.wrap_future(self.ctx.durability.kept())
 
     async def on_crawl_async(self, call: Callable[[], Awaitable[T]]) -> T:
         """`on_crawl` for a coroutine (say, a Redis call on the crawl loop's client)."""

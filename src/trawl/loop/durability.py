@@ -138,11 +138,11 @@ class Durability:
         self._fetcher = fetcher
         self._cpu_pool = cpu_pool
         self._operator_log = operator_log
-        # The log's writes, in order, off the crawl loop (see `keep`).
-        self._log_writes: ThreadPoolExecutor | None = None
+        # The log's writes, in order, off the crawl loop (see `keep`); its thread starts
+        # with the first of them.
+        self._log_writes = ThreadPoolExecutor(1, thread_name_prefix="operator-log")
         self._last_seq = 0  # the last operator change's number
         if operator_log is not None:
-            self._log_writes = ThreadPoolExecutor(1, thread_name_prefix="operator-log")
             # The database may hold a change whose append a crash cut short (its commit
             # came first): numbers must go on past it, or a replay would skip new ones.
             self._last_seq = max(operator_log.last_seq(), applied_seq(conn))
@@ -196,7 +196,7 @@ class Durability:
         Nothing is written while a replay runs."""
         if self._replaying:
             return
-        if self._operator_log is None or self._log_writes is None:
+        if self._operator_log is None:
             self._commit_pending()
             return
         self._last_seq += 1
@@ -275,7 +275,7 @@ class Durability:
 
     def _forget_kept(self) -> None:
         """After a commit: the log's changes the database now holds are dropped."""
-        if self._operator_log is not None and self._log_writes is not None and self._kept_seq:
+        if self._operator_log is not None and self._kept_seq:
             # After the appends queued before it, on the log's thread.
             dropped = self._log_writes.submit(self._operator_log.forget_through, self._kept_seq)
             dropped.add_done_callback(_warn_if_failed)
@@ -322,7 +322,6 @@ class Durability:
             self._cpu_pool.shutdown()
             self._warc.close()
             self._conn.close()
-            if self._log_writes is not None:
-                self._log_writes.shutdown(wait=True)  # the queued writes land first
+            self._log_writes.shutdown(wait=True)  # the queued writes land first
             if self._operator_log is not None:
                 self._operator_log.close()
