@@ -138,10 +138,14 @@ def crawl_through_outage(
         down_at = time.time()
         api_reads: list[tuple[int, bytes]] = []
         seen = watch_outage(cluster, base, store, down_at + OUTAGE_S, api_reads)
+        # Down for certain until the restart begins: the server accepts connections before
+        # its start command returns (pg_ctl polls for that), and a node that sees it back
+        # may fetch meanwhile (one did, 0.1 s before `start()` returned).
+        restart_at = time.time()
         start()
         up_at = time.time()
         print(f"{store} down {up_at - down_at:.1f} s; first said so after {seen}")
-        during = [r.t_start for r in web.requests() if down_at + NOTICE_S < r.t_start < up_at]
+        during = [r.t_start for r in web.requests() if down_at + NOTICE_S < r.t_start < restart_at]
 
         wait_for_every_page(cluster, expected)
         cluster.wait_for("every page stored", lambda: cluster.stored_pages() >= len(expected), 60)
